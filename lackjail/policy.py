@@ -1,0 +1,182 @@
+"""Policies: the limits, tool rules and isolation demands a run obeys.
+
+A policy is a TOML file (`policies/NAME.toml`, or any path). Every key is
+checked: an unknown key or a bad value is a PolicyError that names the key
+and says what would fit, so a typo never silently weakens a limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+ISOLATION_LEVELS = ("nsjail", "seccomp")
+MODES = ("fresh", "reuse")
+
+
+class PolicyError(ValueError):
+    """A policy file or value that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run limits, enforced in the jail (rlimits) and by the controller."""
+
+    wall_s: float = 10.0
+    cpu_s: int = 5
+    memory_mb: int = 256
+    output_bytes: int = 1 << 20
+    value_bytes: int = 8 << 20
+    tool_calls: int = 10_000
+    program_bytes: int = 64 << 10
+    read_bytes: int = 64 << 20
+    write_bytes: int = 16 << 20
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """How many jails, how long each lives, and how runs queue for them."""
+
+    workers: int = 0  # 0: one per CPU
+    recycle_after: int = 1000
+    mode: str = "fresh"
+    queue: int = 256
+    start_timeout_s: float = 10.0
+    kill_grace_s: float = 0.5
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ToolRules:
+    """What the controller checks before it runs a tool for a program."""
+
+    allow: tuple[str, ...] = ()  # empty: every tool of the kit
+    deny: tuple[str, ...] = ()
+    approval: tuple[str, ...] = ()  # tools that need the caller's approval
+    timeouts: dict = field(default_factory=dict)  # tool name -> seconds
+    workspace_writable: bool = True
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str = "default"
+    isolation: str = "nsjail"  # the level demanded; "any" allows the seccomp fallback
+    limits: Limits = field(default_factory=Limits)
+    pool: PoolSettings = field(default_factory=PoolSettings)
+    tools: ToolRules = field(default_factory=ToolRules)
+
+    def replace(self, **sections) -> "Policy":
+        return dataclasses.replace(self, **sections)
+
+
+_SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
+_TOP = {"name": str, "isolation": str}
+
+
+def _check_value(key: str, value, default):
+    """Coerce VALUE to the type of DEFAULT or raise a PolicyError naming KEY."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise PolicyError(f"policy key '{key}' must be true or false, not {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PolicyError(f"policy key '{key}' must be a whole number, not {value!r}")
+        if value < 0:
+            raise PolicyError(f"policy key '{key}' must be >= 0, not {value}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise PolicyError(f"policy key '{key}' must be a positive number of seconds, not {value!r}")
+        return float(value)
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise PolicyError(f"policy key '{key}' must be a list of tool names, e.g. [\"write_file\"]")
+        return tuple(value)
+    if isinstance(default, dict):
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value.values()
+        ):
+            raise PolicyError(f"policy key '{key}' must map tool names to positive seconds, e.g. {{ find_files = 30 }}")
+        return {k: float(v) for k, v in value.items()}
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise PolicyError(f"policy key '{key}' must be a string, not {value!r}")
+        return value
+    raise PolicyError(f"policy key '{key}' has an unsupported value {value!r}")
+
+
+def _section(name: str, cls, data) -> object:
+    if not isinstance(data, dict):
+        raise PolicyError(f"policy key '{name}' must be a table ([{name}])")
+    defaults = cls()
+    known = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in data.items():
+        if key not in known:
+            raise PolicyError(
+                f"unknown policy key '{name}.{key}'; known keys in [{name}]: {', '.join(sorted(known))}"
+            )
+        values[key] = _check_value(f"{name}.{key}", value, getattr(defaults, key))
+    return cls(**values)
+
+
+def policy_from_dict(data: dict, name: str = "custom") -> Policy:
+    """Build a Policy from parsed TOML, checking every key and value."""
+    values: dict = {"name": name}
+    for key, value in data.items():
+        if key in _SECTIONS:
+            values[key] = _section(key, _SECTIONS[key], value)
+        elif key in _TOP:
+            values[key] = _check_value(key, value, "")
+        else:
+            known = sorted([*_SECTIONS, *_TOP])
+            raise PolicyError(f"unknown policy key '{key}'; known top-level keys: {', '.join(known)}")
+    if values.get("isolation", "nsjail") not in (*ISOLATION_LEVELS, "any"):
+        raise PolicyError(
+            f"policy key 'isolation' must be one of nsjail, seccomp, any; not {values['isolation']!r}"
+        )
+    pool = values.get("pool")
+    if pool is not None and pool.mode not in MODES:
+        raise PolicyError(f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}")
+    limits = values.get("limits")
+    if limits is not None:
+        for key in ("memory_mb", "cpu_s", "program_bytes"):
+            if getattr(limits, key) == 0:
+                raise PolicyError(f"policy key 'limits.{key}' must be > 0")
+    return Policy(**values)
+
+
+def load_policy(spec=None) -> Policy:
+    """A Policy from a Policy, None (default), a bundled name, or a TOML path."""
+    if isinstance(spec, Policy):
+        return spec
+    if spec is None:
+        spec = "default"
+    if isinstance(spec, dict):
+        return policy_from_dict(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise PolicyError(f"a policy is a name, a path or a Policy, not {type(spec).__name__}")
+    text = str(spec)
+    path = Path(text)
+    if not text.endswith(".toml") and os.sep not in text:
+        path = POLICY_DIR / f"{text}.toml"
+        if not path.is_file():
+            names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.toml")))
+            raise PolicyError(f"no policy named '{text}'; bundled policies: {names}; or pass a path to a .toml file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PolicyError(f"policy file {path} does not exist") from None
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+    return policy_from_dict(data, name=data.get("name", path.stem) if isinstance(data.get("name"), str) else path.stem)

@@ -1,0 +1,295 @@
+"""The restricted runner: one validated program, executed in a bare namespace.
+
+The namespace holds only the allowed builtins (with a capturing `print`),
+the parameters and the tool stubs; `__builtins__` is empty. The program is
+validated again here (the worker trusts nothing it is sent), compiled here
+(the controller never compiles), and its last expression becomes the value.
+"""
+
+import ast
+import os
+import resource
+import sys
+import types
+
+from lackjail import lang, protocol
+
+FILENAME = "<lackpy>"
+VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
+MAX_VALUE_DEPTH = protocol.MAX_DEPTH - 4
+MAX_MESSAGE = 2000
+INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+class Stop(BaseException):
+    """Ends the run with a verdict (limit, denied, ...); programs cannot catch it."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ToolError(Exception):
+    """A tool call that the controller answered with an error."""
+
+
+class Channel:
+    """The run channel: frames in on one descriptor, frames out on another."""
+
+    def __init__(self, fd_in, fd_out):
+        self.fd_in, self.fd_out = fd_in, fd_out
+
+    def send(self, msg):
+        data = memoryview(protocol.encode(msg))
+        while data:
+            data = data[os.write(self.fd_out, data):]
+
+    def recv(self, expect):
+        return protocol.read_frame(lambda n: os.read(self.fd_in, n), expect)
+
+
+class Output:
+    """Captured print output: buffered, capped, flushed as `output` frames."""
+
+    def __init__(self, channel, cap):
+        self.channel, self.cap = channel, cap
+        self.parts, self.pending, self.total = [], 0, 0
+
+    def write(self, text):
+        size = len(text)
+        if self.total + size > self.cap:
+            raise Stop("limit", f"output exceeds the {self.cap}-byte limit")
+        self.total += size
+        self.parts.append(text)
+        self.pending += size
+        if self.pending >= 8192:
+            self.flush()
+
+    def flush(self):
+        if self.parts:
+            text = "".join(self.parts)
+            self.parts, self.pending = [], 0
+            self.channel.send({"t": "output", "text": _wire_str(text)})
+
+
+def make_print(out):
+    def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print(): sep and end must be strings")
+        out.write(sep.join([str(a) for a in args]) + end)
+
+    return print
+
+
+def _wire_str(text):
+    """A str msgpack can encode: lone surrogates become escapes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def plain(value, budget, strict):
+    """Convert VALUE to wire data (None/bool/int/float/str/bytes/list/dict).
+
+    BUDGET caps the bytes (a one-element list). STRICT (tool arguments) raises
+    TypeError for other types; otherwise they become their repr.
+    """
+
+    def conv(v, depth):
+        if depth > MAX_VALUE_DEPTH:
+            raise Stop("limit", f"value nests deeper than {MAX_VALUE_DEPTH} levels")
+        budget[0] -= 9
+        if v is None or isinstance(v, (bool, float)):
+            return v
+        if isinstance(v, int):
+            if INT64_MIN <= v <= UINT64_MAX:
+                return v
+            try:
+                v = str(v)
+            except ValueError:
+                raise Stop("limit", "integer too large to return") from None
+        if isinstance(v, str):
+            budget[0] -= len(v)
+            if budget[0] < 0:
+                raise Stop("limit", "value exceeds the size limit")
+            return _wire_str(v)
+        if isinstance(v, bytes):
+            budget[0] -= len(v)
+            if budget[0] < 0:
+                raise Stop("limit", "value exceeds the size limit")
+            return v
+        if isinstance(v, (list, tuple, set, frozenset)):
+            out = []
+            for item in v:
+                out.append(conv(item, depth + 1))
+                if budget[0] < 0:
+                    raise Stop("limit", "value exceeds the size limit")
+            return out
+        if isinstance(v, dict):
+            out = {}
+            for key, item in v.items():
+                if not (key is None or isinstance(key, (str, int, float, bool))):
+                    if strict:
+                        raise TypeError(f"dict keys passed to tools must be plain, not {type(key).__name__}")
+                    key = repr(key)
+                out[conv(key, depth + 1)] = conv(item, depth + 1)
+            return out
+        if strict:
+            raise TypeError(f"a {type(v).__name__} cannot be passed to a tool")
+        return conv(repr(v), depth)
+
+    return conv(value, 0)
+
+
+def make_stub(channel, out, name, counter, budget):
+    def stub(*args, **kwargs):
+        out.flush()
+        counter[0] += 1
+        seq = counter[0]
+        wire_budget = [budget]
+        call = {"t": "call", "seq": seq, "tool": name,
+                "args": plain(list(args), wire_budget, True),
+                "kwargs": plain(kwargs, wire_budget, True)}
+        channel.send(call)
+        reply = channel.recv(("return",))
+        if reply["seq"] != seq:
+            raise Stop("error", f"tool reply out of order (seq {reply['seq']}, expected {seq})")
+        if reply["stop"]:
+            raise Stop(reply["stop"], reply["error"] or f"{name} stopped the run")
+        if not reply["ok"]:
+            raise ToolError(f"{name}: {reply['error']}")
+        return reply["value"]
+
+    stub.__name__ = stub.__qualname__ = name.rpartition(".")[2]
+    return stub
+
+
+def _bind(namespace, name, fn):
+    """Bind a tool; `pack.tool` names go into a namespace object `pack`."""
+    pack, _, member = name.rpartition(".")
+    if not pack:
+        namespace[name] = fn
+        return
+    holder = namespace.get(pack)
+    if not isinstance(holder, types.SimpleNamespace):
+        holder = namespace[pack] = types.SimpleNamespace()
+    setattr(holder, member, fn)
+
+
+def _jail_tool(module, function):
+    """A pure tool preloaded by the zygote from the worker package (no import here)."""
+    mod = sys.modules.get(module)
+    if not module.startswith("lackjail.worker.") or mod is None or function.startswith("_"):
+        raise ValueError(f"{module}.{function} is not a tool of the worker image")
+    return getattr(mod, function)
+
+
+def _error_location(exc):
+    """(line, col) of the innermost frame of the program in EXC's traceback."""
+    line = col = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == FILENAME:
+            line = tb.tb_lineno
+            for index, pos in enumerate(code.co_positions()):
+                if index == tb.tb_lasti // 2:
+                    col = pos[2]
+                    break
+        tb = tb.tb_next
+    return line, col
+
+
+def _usage():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round((usage.ru_utime + usage.ru_stime) * 1000, 3), usage.ru_maxrss
+
+
+def run_one(channel, msg, limits):
+    """Run the program in MSG; returns the result frame, whatever the program did."""
+    out = Output(channel, limits["output_bytes"])
+    status, value, errors = "ok", None, []
+    try:
+        params, jail_tools = msg["params"], msg["jail_tools"]
+        host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
+        visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
+        check = lang.validate(msg["src"], tools=visible, params=list(params))
+        if not check.valid:
+            status = "invalid"
+            errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
+        else:
+            tree = ast.parse(msg["src"], FILENAME)
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = tree.body[-1]
+                tree.body[-1] = ast.Assign(
+                    targets=[ast.Name(VALUE_NAME, ast.Store())], value=last.value,
+                    lineno=last.lineno, col_offset=last.col_offset,
+                    end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
+                )
+                ast.fix_missing_locations(tree)
+            code = compile(tree, FILENAME, "exec", dont_inherit=True)
+            namespace = {name: BUILTINS[name] for name in lang.ALLOWED_BUILTINS if name in BUILTINS}
+            namespace["print"] = make_print(out)
+            namespace.update(params)
+            counter = [0]
+            for name in host_tools:
+                _bind(namespace, name, make_stub(channel, out, name, counter, limits["value_bytes"]))
+            for name, target in jail_tools.items():
+                _bind(namespace, name, _jail_tool(*target))
+            namespace["__builtins__"] = {}
+            exec(code, namespace)
+            value = plain(namespace.get(VALUE_NAME), [limits["value_bytes"]], False)
+            out.flush()
+    except Stop as stop:
+        status, value = stop.status, None
+        errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
+    except MemoryError:
+        status, value = "memory", None
+        errors = [{"message": f"memory limit of {limits['memory_mb']} MB exceeded"}]
+    except ToolError as exc:
+        line, col = _error_location(exc)
+        status, value = "error", None
+        errors = [{"message": str(exc)[:MAX_MESSAGE], "line": line, "col": col}]
+    except Exception as exc:
+        line, col = _error_location(exc)
+        status, value = "error", None
+        errors = [{"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}]
+    if status != "ok":
+        try:
+            out.flush()
+        except Stop:
+            pass
+    cpu_ms, rss = _usage()
+    return {"t": "result", "id": msg["id"], "status": status, "value": value,
+            "errors": [{k: v for k, v in e.items() if v is not None} for e in errors],
+            "cpu_ms": cpu_ms, "max_rss_kb": rss}
+
+
+def _load_builtins():
+    import builtins
+
+    return {name: getattr(builtins, name) for name in lang.ALLOWED_BUILTINS if hasattr(builtins, name)}
+
+
+BUILTINS = _load_builtins()
+
+
+def serve(fd_in, fd_out, limits, runs):
+    """Answer up to RUNS run frames on the run channel (1 in fresh mode)."""
+    channel = Channel(fd_in, fd_out)
+    for _ in range(runs):
+        try:
+            msg = channel.recv(("run",))
+        except (EOFError, protocol.ProtocolError, OSError):
+            return
+        result = run_one(channel, msg, limits)
+        try:
+            channel.send(result)
+        except protocol.ProtocolError as exc:
+            channel.send({**result, "status": "limit", "value": None,
+                          "errors": [{"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}]})
+        if result["status"] not in ("ok", "invalid", "error"):
+            return  # the process may be in a bad state: a fresh child takes over

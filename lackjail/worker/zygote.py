@@ -1,0 +1,100 @@
+"""The zygote: the jail's first process. It never runs untrusted code.
+
+It keeps one child forked ahead of time, already confined (rlimits and
+seccomp), waiting on the run channel; when that child ends it reports how
+(`done`) and forks the next. On the control channel it answers `ping`,
+kills the child on `cancel`, and exits on `stop` or end of file.
+
+Descriptors: 0/1 control channel (controller <-> zygote), 3/4 run channel
+(controller <-> child). The child closes 0, 1 and 2: it can only speak on
+the run channel.
+"""
+
+import gc
+import json
+import os
+import resource
+import selectors
+import signal
+import sys
+
+from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
+from lackjail.worker import confine, puretools, runner  # noqa: F401 - preloaded for jail tools
+
+CTRL_IN, CTRL_OUT, RUN_IN, RUN_OUT = 0, 1, 3, 4
+
+
+def send(msg):
+    data = memoryview(protocol.encode(msg))
+    while data:
+        data = data[os.write(CTRL_OUT, data):]
+
+
+def child(cfg, flt):
+    """Confine this freshly forked process, then serve runs; never returns."""
+    try:
+        os.closerange(0, RUN_IN)
+        os.closerange(RUN_OUT + 1, 1 << 16)
+        confine.set_limits(cfg["memory_mb"], cfg["cpu_s"])
+        if flt is not None:
+            flt.load()
+        runner.serve(RUN_IN, RUN_OUT, cfg, cfg["runs_per_child"])
+    finally:
+        os._exit(0)
+
+
+def wait_child(pid, pidfd, gen, sel):
+    """Serve the control channel until the child ends; False when the zygote must exit."""
+    while True:
+        for key, _ in sel.select():
+            if key.fd == pidfd:
+                _, status, usage = os.wait4(pid, 0)
+                send({
+                    "t": "done", "gen": gen,
+                    "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                    "cpu_ms": round((usage.ru_utime + usage.ru_stime) * 1000, 3),
+                    "max_rss_kb": usage.ru_maxrss,
+                })
+                return True
+            try:
+                msg = protocol.read_frame(lambda n: os.read(CTRL_IN, n), ("ping", "cancel", "stop"))
+            except (EOFError, protocol.ProtocolError):
+                msg = {"t": "stop"}
+            if msg["t"] == "ping":
+                send({"t": "pong", "id": msg["id"]})
+            elif msg["t"] == "cancel":
+                if msg["gen"] == gen:
+                    os.kill(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return False
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    flt = confine.build_filter() if cfg["seccomp"] else None
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    gc.collect()
+    gc.freeze()  # keep the collector from touching (and copying) inherited pages
+    sel = selectors.DefaultSelector()
+    sel.register(CTRL_IN, selectors.EVENT_READ)
+    gen = 0
+    while True:
+        gen += 1
+        pid = os.fork()
+        if pid == 0:
+            child(cfg, flt)
+        pidfd = os.pidfd_open(pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+        send({"t": "ready", "gen": gen})
+        alive = wait_child(pid, pidfd, gen, sel)
+        sel.unregister(pidfd)
+        os.close(pidfd)
+        if not alive:
+            return
+
+
+if __name__ == "__main__":
+    main()
