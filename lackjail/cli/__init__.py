@@ -13,8 +13,11 @@ from lackjail.cli.common import EXIT_HELP
 
 # (module, attribute) of every subcommand, imported when the group is built.
 COMMANDS = [
+    ("lackjail.cli.run", "run"),
     ("lackjail.cli.check", "check"),
     ("lackjail.cli.check", "spec"),
+    ("lackjail.cli.doctor", "doctor"),
+    ("lackjail.cli.bench", "bench"),
 ]
 
 

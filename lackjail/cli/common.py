@@ -18,3 +18,43 @@ def read_source(path):
             return fh.read(), path
     except OSError as exc:
         raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_params(pairs):
+    """`--param k=v` pairs: the value is a JSON scalar when it parses as one, else a string."""
+    import json
+
+    params = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--param")
+        try:
+            value = json.loads(raw)
+            if isinstance(value, (list, dict)):
+                value = raw
+        except ValueError:
+            value = raw
+        params[name] = value
+    return params
+
+
+def jsonable(value, depth=0):
+    """Plain data for json.dumps: bytes become text (undecodable bytes escaped)."""
+    if depth > 200:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {str(jsonable(k, depth + 1)): jsonable(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def emit_json(obj):
+    import json
+
+    click.echo(json.dumps(jsonable(obj), ensure_ascii=False))

@@ -277,6 +277,31 @@ def _load_builtins():
 BUILTINS = _load_builtins()
 
 
+WARM_UP = """\
+words = ["a", "bb", "ccc"]
+sizes = {w: len(w) for w in words if w}
+total = 0
+for w in sorted(words, key=lambda w: -len(w)):
+    total += sizes[w] * 2 if w else 0
+print(f"{total} {str(total)}")
+[total, len(sizes), max(sizes.values())]
+"""
+
+
+class _Sink:
+    """A channel that encodes and drops, for the warm-up run."""
+
+    @staticmethod
+    def send(msg):
+        protocol.encode(msg)
+
+
+def warm_up(limits):
+    """Run a fixed program of our own before any untrusted one: the pages the run
+    path touches are copied now, off the critical path, not during the first run."""
+    run_one(_Sink, {"id": "warm", "src": WARM_UP, "params": {}, "tools": [], "jail_tools": {}}, limits)
+
+
 def serve(fd_in, fd_out, limits, runs):
     """Answer up to RUNS run frames on the run channel (1 in fresh mode)."""
     channel = Channel(fd_in, fd_out)

@@ -31,16 +31,29 @@ def send(msg):
 
 
 def child(cfg, flt):
-    """Confine this freshly forked process, then serve runs; never returns."""
+    """Confine this freshly forked process, then serve runs; never returns.
+
+    A failure before the program's turn exits with code 70 and a traceback
+    on stderr (the jail's log); untrusted code never runs unconfined.
+    """
+    code = 0
+    try:
+        runner.warm_up(cfg)
+        confine.set_limits(cfg["memory_mb"], cfg["cpu_s"])
+        if flt is not None:
+            confine.install_filter(flt)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        os._exit(70)
     try:
         os.closerange(0, RUN_IN)
         os.closerange(RUN_OUT + 1, 1 << 16)
-        confine.set_limits(cfg["memory_mb"], cfg["cpu_s"])
-        if flt is not None:
-            flt.load()
         runner.serve(RUN_IN, RUN_OUT, cfg, cfg["runs_per_child"])
-    finally:
-        os._exit(0)
+    except BaseException:
+        code = 71
+    os._exit(code)
 
 
 def wait_child(pid, pidfd, gen, sel):
@@ -74,7 +87,7 @@ def wait_child(pid, pidfd, gen, sel):
 
 def main():
     cfg = json.loads(sys.argv[1])
-    flt = confine.build_filter() if cfg["seccomp"] else None
+    flt = confine.prepare_filter(confine.build_filter()) if cfg["seccomp"] else None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     gc.collect()
     gc.freeze()  # keep the collector from touching (and copying) inherited pages

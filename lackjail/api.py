@@ -1,0 +1,270 @@
+"""The library call: `Jail` (and its asyncio twin) runs lackpy programs.
+
+    with lackjail.Jail(policy="default", workers=2) as jail:
+        result = jail.run("x = len([1, 2, 3])\\nx")
+
+The controller validates first (a rejected program never reaches a jail),
+resolves the kit, lends the program to a pooled jail, answers its tool calls
+through the kit's session (which writes the trace), and builds the Result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import keyword
+import os
+import queue
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+
+from lackjail import lang
+from lackjail.policy import Policy, load_policy
+from lackjail.pool import Pool
+
+EXIT_CODES = {"ok": 0, "invalid": 2}  # every other status: the program ran and failed (1)
+PARAM_TYPES = (type(None), bool, int, float, str, bytes, list, dict)
+
+
+@dataclass
+class Result:
+    """What a run produced; `to_dict()` is the `--json` contract of DESIGN.md."""
+
+    status: str
+    value: object = None
+    output: str = ""
+    errors: list = field(default_factory=list)
+    trace: list = field(default_factory=list)
+    isolation: str = ""
+    mode: str = ""
+    stats: dict = field(default_factory=dict)
+    written: list = field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.status, 1)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _invalid(errors, isolation="", mode="") -> Result:
+    return Result("invalid", errors=errors, isolation=isolation, mode=mode,
+                  stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0})
+
+
+def _param_errors(params: dict, reserved: set) -> list:
+    """Parameters become top-level names: each must be an identifier the program may use."""
+    errors = []
+    for name, value in params.items():
+        if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+            errors.append({"message": f"parameter name {name!r} is not a valid identifier"})
+        elif name.startswith("_"):
+            errors.append({"message": f"parameter name {name!r} must not start with '_'"})
+        elif name in reserved:
+            errors.append({"message": f"parameter {name!r} would hide a builtin or tool of the same name; rename it"})
+        elif not _plain(value):
+            errors.append({"message": f"parameter {name!r} must be plain data (None/bool/int/float/str/bytes/list/dict)"})
+    return errors
+
+
+def _plain(value, depth=0) -> bool:
+    if depth > 50 or not isinstance(value, PARAM_TYPES):
+        return False
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    return True
+
+
+class Jail:
+    """A pool of jails under one policy and kit; a context manager."""
+
+    def __init__(self, policy="default", kit=None, workers: int | None = None, workspace=None,
+                 mode: str | None = None, approve=None, isolation: str | None = None, extra_tools=None):
+        self.policy: Policy = load_policy(policy)
+        self.workspace = os.path.abspath(workspace or os.getcwd())
+        self.approve = approve
+        self.kit = _resolve_kit(kit, self.workspace, extra_tools)
+        self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
+
+    @property
+    def isolation(self) -> str:
+        return self.pool.isolation
+
+    def __enter__(self) -> "Jail":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def check(self, program, params=None) -> lang.ValidationResult:
+        return lang.validate(program, tools=self._names(), params=list(params or ()),
+                             limits=self._lang_limits())
+
+    def _names(self):
+        return tuple(self.kit.names) if self.kit is not None else ()
+
+    def _lang_limits(self):
+        return lang.Limits(max_source_bytes=self.policy.limits.program_bytes)
+
+    def run(self, program, params=None, *, dry_run: bool = False, approve=None) -> Result:
+        """Validate and run PROGRAM (str or bytes); never raises for what the program does."""
+        return self._run(program, params, dry_run, approve, emit=None)
+
+    def stream(self, program, params=None, *, dry_run: bool = False, approve=None):
+        """Yield events as they happen: output, trace entries, and last the result."""
+        events: queue.Queue = queue.Queue()
+
+        def work():
+            try:
+                result = self._run(program, params, dry_run, approve, emit=events.put)
+                events.put({"event": "result", **result.to_dict()})
+            except BaseException as exc:  # delivered to the iterating thread, never lost
+                events.put(exc)
+            events.put(None)
+
+        thread = threading.Thread(target=work, name="lackjail-stream", daemon=True)
+        thread.start()
+        while True:
+            item = events.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        thread.join()
+
+    def _run(self, program, params, dry_run, approve, emit) -> Result:
+        started = time.perf_counter()
+        params = dict(params or {})
+        mode = self.pool.mode
+        check = self.check(program, params)
+        if not check.valid:
+            return _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+        reserved = set(lang.ALLOWED_BUILTINS) | set(self._names())
+        bad = _param_errors(params, reserved)
+        if bad:
+            return _invalid(bad, self.isolation, mode)
+        source = program.decode("utf-8") if isinstance(program, bytes) else program
+        session = None
+        if self.kit is not None:
+            session = self.kit.session(self.policy, self.workspace, approve=approve or self.approve,
+                                       on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
+                                       dry_run=dry_run)
+        output: list[str] = []
+        verdict: list = []  # the controller's own verdict (denied / limit), which wins
+
+        def on_output(text):
+            output.append(text)
+            if emit:
+                emit({"event": "output", "text": text})
+
+        def on_call(frame):
+            if session is None:
+                return {"t": "return", "seq": frame["seq"], "ok": False, "value": None,
+                        "error": f"no tool named {frame['tool']!r} in this kit", "stop": None}
+            outcome = session.call(frame["tool"], frame["args"], frame["kwargs"])
+            if outcome.verdict:
+                verdict.append((outcome.verdict, outcome.error))
+            reply = {"t": "return", "seq": frame["seq"], "ok": bool(outcome.ok), "value": outcome.value,
+                     "error": outcome.error, "stop": outcome.verdict}
+            if outcome.ok:
+                from lackjail import protocol
+
+                try:
+                    protocol.encode(reply)
+                except protocol.ProtocolError as exc:
+                    reply.update(ok=False, value=None, error=f"{frame['tool']}: result cannot be sent: {exc}")
+            return reply
+
+        run = {"t": "run", "id": uuid.uuid4().hex, "src": source, "params": params,
+               "tools": list(self.kit.host_tools) if self.kit is not None else [],
+               "jail_tools": {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {},
+               "filename": "<lackpy>"}
+        outcome = self.pool.execute(run, on_call, on_output)
+        status, errors, value = outcome.status, outcome.errors, outcome.value
+        if verdict and status != "ok":
+            status, message = verdict[0]
+            errors = [{"message": message or status}]
+        result = Result(status, value if status == "ok" else None, "".join(output), errors,
+                        isolation=self.isolation, mode=mode)
+        if session is not None:
+            result.trace = list(session.trace)
+            if status == "ok":
+                if dry_run:
+                    result.diff = session.diff()
+                    session.rollback()
+                else:
+                    result.written = session.commit()
+            else:
+                session.rollback()
+        result.stats = {
+            "wall_ms": round((time.perf_counter() - started) * 1000, 3),
+            "cpu_ms": outcome.cpu_ms, "max_rss_kb": outcome.max_rss_kb,
+            "tool_calls": len(result.trace),
+        }
+        return result
+
+
+def _resolve_kit(kit, workspace, extra_tools):
+    if kit is None and not extra_tools:
+        return None
+    from lackjail.kit import resolve_kit
+
+    return resolve_kit(kit, workspace=workspace, extra_tools=extra_tools)
+
+
+class AsyncJail:
+    """The asyncio twin of Jail: the same pool, awaited from an event loop."""
+
+    def __init__(self, *args, **kwargs):
+        self._args, self._kwargs = args, kwargs
+        self.jail: Jail | None = None
+
+    async def __aenter__(self) -> "AsyncJail":
+        self.jail = await asyncio.to_thread(Jail, *self._args, **self._kwargs)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self.jail is not None:
+            await asyncio.to_thread(self.jail.close)
+
+    async def run(self, program, params=None, **kwargs) -> Result:
+        return await asyncio.to_thread(self.jail.run, program, params, **kwargs)
+
+    async def stream(self, program, params=None, **kwargs):
+        """Async iterator over the same events as Jail.stream."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+
+        def work():
+            try:
+                for event in self.jail.stream(program, params, **kwargs):
+                    loop.call_soon_threadsafe(events.put_nowait, event)
+            except BaseException as exc:
+                loop.call_soon_threadsafe(events.put_nowait, exc)
+            loop.call_soon_threadsafe(events.put_nowait, None)
+
+        task = loop.run_in_executor(None, work)
+        while True:
+            item = await events.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        await task

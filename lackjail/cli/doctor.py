@@ -1,0 +1,25 @@
+"""`lackjail doctor`: what this host supports for jails, and why."""
+
+import click
+
+from lackjail.cli.common import emit_json
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as one JSON object.")
+def doctor(as_json):
+    """Check the nsjail binary and its libraries, namespaces, seccomp and cgroups.
+
+    Exit 0 when programs can run under nsjail, 1 when only a weaker level (or none) is available.
+    """
+    from lackjail.doctor import report
+
+    checks = report()
+    level_ok = checks[-2]["ok"]
+    if as_json:
+        emit_json({"checks": checks, "nsjail": level_ok})
+    else:
+        for check in checks:
+            mark = "ok  " if check["ok"] else "FAIL"
+            click.echo(f"{mark} {check['name']}: {check['detail']}")
+    raise SystemExit(0 if level_ok else 1)

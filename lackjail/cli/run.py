@@ -1,0 +1,83 @@
+"""`lackjail run`: validate a program and run it in the jail."""
+
+import json
+
+import click
+
+from lackjail.cli.common import EXIT_BAD, emit_json, jsonable, parse_params, read_source
+
+
+def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, approve=None):
+    """A Jail, with bad policies, kits and hosts turned into one-line usage errors."""
+    from lackjail.api import Jail
+    from lackjail.policy import PolicyError
+    from lackjail.pool import IsolationError, PoolError
+
+    try:
+        from lackjail.kit import KitError
+    except ImportError:  # pragma: no cover - the kit package is part of the install
+        KitError = ValueError
+    try:
+        return Jail(policy=policy, kit=kit, workers=workers, workspace=workspace, mode=mode,
+                    isolation=isolation, approve=approve)
+    except (PolicyError, KitError) as exc:
+        raise click.UsageError(str(exc)) from None
+    except (IsolationError, PoolError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _print_human(result, filename):
+    if result.output:
+        click.echo(result.output, nl=not result.output.endswith("\n"))
+    if result.status == "ok":
+        if result.value is not None:
+            click.echo(json.dumps(jsonable(result.value), ensure_ascii=False))
+        return
+    for err in result.errors:
+        where = f"{filename}:{err['line']}:{(err.get('col') or 0) + 1}: " if err.get("line") else f"{filename}: "
+        click.echo(f"{where}{result.status}: {err['message']}", err=True)
+    if result.diff:
+        click.echo(result.diff)
+
+
+@click.command()
+@click.argument("file")
+@click.option("--kit", help="Tools the program may call: a kit name, or tool names separated by commas.")
+@click.option("--policy", default="default", show_default=True, help="A bundled policy name or a .toml path.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string.")
+@click.option("--workspace", type=click.Path(file_okay=False), help="Folder the file tools are confined to [cwd].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: status, value, output, errors, trace, isolation, stats.")
+@click.option("--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result.")
+@click.option("--dry-run", is_flag=True, help="Run, but commit no writes: show the diff they would make.")
+@click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
+@click.option("--mode", type=click.Choice(["fresh", "reuse"]), help="fresh: a new process per run; reuse: faster, says so.")
+@click.option("--isolation", type=click.Choice(["nsjail", "seccomp", "any"]), help="Override the policy's isolation demand.")
+def run(file, kit, policy, params, workspace, as_json, stream, dry_run, yes, mode, isolation):
+    """Run the lackpy program FILE ('-' for stdin) in the jail.
+
+    Exit 0 when it ran and succeeded, 1 when it ran and failed (error, timeout,
+    limit, ...), 2 when it was rejected or the input was bad.
+    """
+    source, filename = read_source(file)
+    values = parse_params(params)
+    approve = None
+    if kit:
+        from lackjail.kit import terminal_approver
+
+        approve = terminal_approver(yes)
+    with open_jail(policy, kit, workspace, mode=mode, isolation=isolation, approve=approve) as jail:
+        if stream:
+            result = None
+            for event in jail.stream(source, values, dry_run=dry_run):
+                emit_json(event)
+                if event.get("event") == "result":
+                    result = event
+            code = {"ok": 0, "invalid": EXIT_BAD}.get(result["status"], 1)
+            raise SystemExit(code)
+        result = jail.run(source, values, dry_run=dry_run)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _print_human(result, filename)
+    raise SystemExit(result.exit_code)

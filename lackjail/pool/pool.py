@@ -1,0 +1,225 @@
+"""The pre-fork pool: N jails, lent to one run at a time.
+
+Kept small on purpose (after gunicorn's arbiter): spawn jails, lend them,
+retire the ones that misbehaved or served their share, replace them, and
+shut down without leaving a process behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+from lackjail.policy import Policy
+from lackjail.pool import isolation
+from lackjail.pool.worker import Outcome, Worker, WorkerDied
+
+
+class PoolError(RuntimeError):
+    """The pool cannot serve: closed, full, or no jail could start."""
+
+
+class Pool:
+    """Jails for one policy. Thread-safe: many callers may run at once."""
+
+    def __init__(self, policy: Policy, workers: int | None = None, mode: str | None = None,
+                 isolation_level: str | None = None):
+        self.policy = policy
+        self.size = workers or policy.pool.worker_count
+        self.mode = mode or policy.pool.mode
+        self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
+        self._limits = policy.limits
+        self._cond = threading.Condition()
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._waiting = 0
+        self._starting = 0
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._last_error = ""
+        self.launcher = self._choose_launcher(isolation_level)
+        self.isolation = self.launcher.level
+        started = time.monotonic()
+        try:
+            first = self._spawn()
+        except WorkerDied as exc:
+            self.close()
+            raise PoolError(f"no jail could start: {exc}") from None
+        self.cold_start_ms = (time.monotonic() - started) * 1000
+        with self._cond:
+            self._idle.append(first)
+        for _ in range(self.size - 1):
+            self._replace()
+
+    def _choose_launcher(self, wanted: str | None) -> isolation.Launcher:
+        """nsjail when it works; the seccomp fallback only if the policy allows it."""
+        demanded = wanted or self.policy.isolation
+        args = isolation.zygote_config(self._limits, self.mode, self.policy.pool.recycle_after)
+        if demanded in ("nsjail", "any"):
+            ok, why = isolation.probe_nsjail()
+            if ok:
+                return isolation.nsjail_launcher(args)
+            if demanded == "nsjail":
+                raise isolation.IsolationError(
+                    f"policy '{self.policy.name}' requires nsjail isolation, which this host cannot provide: {why} "
+                    "(run 'lackjail doctor'; set isolation = \"any\" to allow the seccomp fallback)"
+                )
+        return isolation.seccomp_launcher(args)
+
+    # -- jails ----------------------------------------------------------
+
+    def _spawn(self) -> Worker:
+        limits = {"output_bytes": self._limits.output_bytes, "cpu_s": self._limits.cpu_s,
+                  "memory_mb": self._limits.memory_mb}
+        worker = Worker(self.launcher.argv, self.launcher.env, limits, self.runs_per_child, next(self._ids))
+        with self._cond:
+            self._all.add(worker)
+        try:
+            worker.wait_ready(self.policy.pool.start_timeout_s)
+        except WorkerDied as exc:
+            self._discard(worker)
+            self._last_error = str(exc)
+            raise
+        return worker
+
+    def _replace(self) -> None:
+        """Start a jail in the background and add it to the idle set when ready."""
+        with self._cond:
+            if self._closed:
+                return
+            self._starting += 1
+
+        def start():
+            worker = None
+            try:
+                worker = self._spawn()
+            except (WorkerDied, OSError) as exc:
+                self._last_error = str(exc)
+            with self._cond:
+                self._starting -= 1
+                if worker is not None:
+                    if self._closed:
+                        self._discard(worker)
+                    else:
+                        self._idle.append(worker)
+                self._cond.notify_all()
+
+        threading.Thread(target=start, name="lackjail-spawn", daemon=True).start()
+
+    def _discard(self, worker: Worker) -> None:
+        worker.kill()
+        with self._cond:
+            self._all.discard(worker)
+
+    # -- lending --------------------------------------------------------
+
+    def _acquire(self, timeout: float) -> Worker:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            if self._waiting >= self.policy.pool.queue:
+                raise PoolError(f"the run queue is full ({self.policy.pool.queue} waiting); retry later")
+            self._waiting += 1
+            try:
+                while True:
+                    if self._closed:
+                        raise PoolError("the jail pool is closed")
+                    if self._idle:
+                        return self._idle.pop()
+                    if not self._starting and len(self._all) < self.size:
+                        self._cond.release()
+                        try:
+                            self._replace()
+                        finally:
+                            self._cond.acquire()
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
+                    self._cond.wait(remaining)
+            finally:
+                self._waiting -= 1
+
+    def _why(self) -> str:
+        return f" (last start error: {self._last_error})" if self._last_error else ""
+
+    def _release(self, worker: Worker, retire: bool) -> None:
+        if retire or worker.runs >= self.policy.pool.recycle_after:
+            self._discard(worker)
+            self._replace()
+            return
+        with self._cond:
+            if self._closed:
+                self._discard(worker)
+                return
+            self._idle.append(worker)
+            self._cond.notify()
+
+    def execute(self, run: dict, on_call, on_output, wall_s: float | None = None) -> Outcome:
+        """Run one frame on a free jail; waits (bounded) when all are busy."""
+        wall = wall_s or self._limits.wall_s
+        worker = self._acquire(self.policy.pool.start_timeout_s + wall)
+        retire = True
+        try:
+            try:
+                worker.wait_ready(self.policy.pool.start_timeout_s)
+            except WorkerDied as exc:
+                return Outcome("killed", errors=[{"message": f"the jail died before the run: {exc}"}], retire=True)
+            outcome = worker.execute(run, wall, self.policy.pool.kill_grace_s, on_call, on_output)
+            retire = outcome.retire
+            return outcome
+        finally:
+            self._release(worker, retire)
+
+    # -- health and shutdown --------------------------------------------
+
+    def check(self) -> int:
+        """Ping idle jails; replace those that do not answer. Returns how many answered."""
+        with self._cond:
+            idle, self._idle = self._idle, []
+        healthy = 0
+        for worker in idle:
+            if worker.ping():
+                healthy += 1
+                with self._cond:
+                    self._idle.append(worker)
+            else:
+                self._discard(worker)
+                self._replace()
+        return healthy
+
+    def wait_full(self, timeout: float = 10.0) -> bool:
+        """Block until every jail is started and idle (used by benchmarks and tests)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._idle) < self.size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def pids(self) -> list[int]:
+        with self._cond:
+            return [w.pid for w in self._all if w.alive]
+
+    def close(self) -> None:
+        """Stop every jail and wait for the ones still starting; no process is left."""
+        with self._cond:
+            self._closed = True
+            workers = list(getattr(self, "_all", ()))
+            self._idle = []
+            self._cond.notify_all()
+        for worker in workers:
+            worker.stop()
+        deadline = time.monotonic() + 15
+        with self._cond:
+            while self._starting and time.monotonic() < deadline:
+                self._cond.wait(0.05)
+            leftovers = list(self._all)
+            self._all.clear()
+        for worker in leftovers:
+            worker.kill()
+        launcher = getattr(self, "launcher", None)
+        if launcher is not None:
+            launcher.close()

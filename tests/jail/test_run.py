@@ -1,0 +1,114 @@
+"""Runs through the real jail: values, output, parameters, errors and the value's trip back."""
+
+import asyncio
+
+import pytest
+
+from lackjail.api import AsyncJail
+
+
+def test_trivial_program_value(jail):
+    r = jail.run("x = len([1, 2, 3])\nx")
+    assert (r.status, r.value, r.errors) == ("ok", 3, [])
+    assert r.isolation == "nsjail"
+    assert r.mode == "fresh"
+    assert r.stats["wall_ms"] > 0 and r.stats["max_rss_kb"] > 0
+
+
+def test_print_output_and_params(jail):
+    r = jail.run("print('hello', name)\nn * 2", params={"name": "world", "n": 21})
+    assert r.status == "ok"
+    assert r.output == "hello world\n"
+    assert r.value == 42
+
+
+def test_no_final_expression_gives_none(jail):
+    r = jail.run("x = 1")
+    assert r.status == "ok" and r.value is None
+
+
+def test_runtime_error_has_line_and_col(jail):
+    r = jail.run("x = 1\ny = x / 0")
+    assert r.status == "error"
+    assert r.errors[0]["line"] == 2
+    assert r.errors[0]["col"] == 4
+    assert "ZeroDivisionError" in r.errors[0]["message"]
+
+
+def test_invalid_program_never_reaches_the_jail(jail):
+    r = jail.run("import os\nos.system('id')")
+    assert r.status == "invalid" and r.exit_code == 2
+    assert r.errors[0]["line"] == 1
+
+
+def test_bad_parameter_names_are_rejected(jail):
+    assert jail.run("1", params={"len": 3}).status == "invalid"
+    assert jail.run("1", params={"_x": 3}).status == "invalid"
+    assert jail.run("1", params={"a b": 3}).status == "invalid"
+    assert jail.run("1", params={"x": object()}).status == "invalid"
+
+
+def test_fresh_state_per_run(jail):
+    jail.run("d = {'a': 1}\nd")
+    r = jail.run("d")
+    assert r.status == "invalid" or (r.status == "error" and "NameError" in r.errors[0]["message"])
+
+
+def test_deep_value_is_a_limit_not_a_crash(jail):
+    r = jail.run("x = []\nfor i in range(1000000):\n    x = [x]\nx")
+    assert r.status == "limit"
+    assert "deeper" in r.errors[0]["message"]
+    assert jail.run("1 + 1").value == 2
+
+
+def test_cyclic_value_is_a_limit(jail):
+    r = jail.run("x = []\nx.append(x)\nx")
+    assert r.status == "limit"
+
+
+def test_huge_string_value_is_a_limit(jail):
+    r = jail.run("'a' * 20000000")
+    assert r.status in ("limit", "memory")
+    assert r.errors and r.errors[0]["message"]
+
+
+def test_big_int_value_comes_back_as_text(jail):
+    r = jail.run("10 * 10000000000000000000000")
+    assert r.status == "ok" and r.value == "100000000000000000000000"
+
+
+def test_plain_types_round_trip(jail):
+    r = jail.run("[None, True, 1.5, 'é', b'\\x00\\xff', (1, 2), {'k': [1]}]")
+    assert r.value == [None, True, 1.5, "é", b"\x00\xff", [1, 2], {"k": [1]}]
+
+
+def test_non_plain_value_becomes_repr(jail):
+    r = jail.run("range(3)")
+    assert r.status == "ok" and r.value == "range(0, 3)"
+
+
+def test_stream_yields_output_then_result(jail):
+    events = list(jail.stream("print('a')\nprint('b')\n7"))
+    assert events[-1]["event"] == "result" and events[-1]["value"] == 7
+    assert "".join(e["text"] for e in events if e["event"] == "output") == "a\nb\n"
+
+
+def test_async_twin(require_nsjail):
+    async def main():
+        async with AsyncJail(workers=1) as jail:
+            results = await asyncio.gather(*(jail.run(f"{i} * 2") for i in range(5)))
+            events = [e async for e in jail.stream("print('x')\n1")]
+            return [r.value for r in results], events
+
+    values, events = asyncio.run(main())
+    assert values == [0, 2, 4, 6, 8]
+    assert events[0] == {"event": "output", "text": "x\n"} and events[-1]["value"] == 1
+
+
+def test_reuse_mode_says_so(require_nsjail):
+    from lackjail.api import Jail
+
+    with Jail(workers=1, mode="reuse") as jail:
+        results = [jail.run(f"{i} + 1") for i in range(5)]
+    assert [r.value for r in results] == [1, 2, 3, 4, 5]
+    assert {r.mode for r in results} == {"reuse"}
