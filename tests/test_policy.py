@@ -1,0 +1,53 @@
+"""Policies: bundled ones load; bad keys and values name the key and the fix."""
+
+import pytest
+
+from lackjail.policy import PolicyError, load_policy
+
+
+@pytest.mark.parametrize("name", ["default", "strict", "ci"])
+def test_bundled_policies_load(name):
+    policy = load_policy(name)
+    assert policy.name == name
+    assert policy.isolation == "nsjail"
+    assert policy.limits.memory_mb > 0
+
+
+def test_ci_workspace_is_read_only():
+    assert load_policy("ci").tools.workspace_writable is False
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"limits": {"wal_s": 1}}, "unknown policy key 'limits.wal_s'; known keys in [limits]"),
+    ({"limit": {}}, "unknown policy key 'limit'"),
+    ({"limits": {"memory_mb": "lots"}}, "'limits.memory_mb' must be a whole number"),
+    ({"limits": {"memory_mb": -1}}, "'limits.memory_mb' must be >= 0"),
+    ({"limits": {"memory_mb": 0}}, "'limits.memory_mb' must be > 0"),
+    ({"limits": {"wall_s": 0}}, "'limits.wall_s' must be a positive number"),
+    ({"pool": {"mode": "fast"}}, "'pool.mode' must be one of fresh, reuse"),
+    ({"isolation": "docker"}, "'isolation' must be one of nsjail, seccomp, any"),
+    ({"tools": {"approval": "write_file"}}, "'tools.approval' must be a list of tool names"),
+    ({"tools": {"timeouts": {"x": -1}}}, "'tools.timeouts' must map tool names to positive seconds"),
+    ({"tools": {"workspace_writable": 1}}, "'tools.workspace_writable' must be true or false"),
+])
+def test_bad_policy_names_the_key(data, message):
+    with pytest.raises(PolicyError) as info:
+        load_policy(data)
+    assert message in str(info.value)
+
+
+def test_unknown_policy_name_lists_bundled(tmp_path):
+    with pytest.raises(PolicyError, match="bundled policies: ci, default, strict"):
+        load_policy("nosuch")
+
+
+def test_policy_file(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('isolation = "any"\n[limits]\ncpu_s = 2\n')
+    policy = load_policy(str(path))
+    assert (policy.name, policy.isolation, policy.limits.cpu_s) == ("mine", "any", 2)
+    path.write_text("[limits\n")
+    with pytest.raises(PolicyError, match="not valid TOML"):
+        load_policy(str(path))
+    with pytest.raises(PolicyError, match="does not exist"):
+        load_policy(str(tmp_path / "missing.toml"))

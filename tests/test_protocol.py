@@ -1,0 +1,83 @@
+"""The wire: round trips, caps and schemas (the fuzz suite attacks it harder)."""
+
+import struct
+
+import msgpack
+import pytest
+
+from lackjail import protocol
+
+SAMPLES = [
+    {"t": "ping", "id": 1},
+    {"t": "pong", "id": 2},
+    {"t": "cancel", "gen": 3},
+    {"t": "stop"},
+    {"t": "ready", "gen": 1},
+    {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 1.5, "max_rss_kb": 100},
+    {"t": "run", "id": "a", "src": "1", "params": {"n": 1}, "tools": ["read_file"], "jail_tools": {}, "filename": "x"},
+    {"t": "return", "seq": 1, "ok": True, "value": [1, b"x", {"k": None}], "error": None, "stop": None},
+    {"t": "output", "text": "hé"},
+    {"t": "call", "seq": 1, "tool": "read_file", "args": ["a"], "kwargs": {}},
+    {"t": "result", "id": "a", "status": "ok", "value": 3, "errors": [], "cpu_ms": 0.1, "max_rss_kb": 1},
+]
+
+
+@pytest.mark.parametrize("msg", SAMPLES, ids=[m["t"] for m in SAMPLES])
+def test_round_trip(msg):
+    frame = protocol.encode(msg)
+    assert protocol.frame_length(frame[:4]) == len(frame) - 4
+    assert protocol.decode(frame[4:]) == msg
+    buf = protocol.FrameBuffer()
+    for i in range(0, len(frame), 3):  # byte-wise arrival still yields one frame
+        buf.feed(frame[i:i + 3])
+    assert list(buf.frames()) == [msg]
+
+
+def test_every_schema_has_a_sample():
+    assert {m["t"] for m in SAMPLES} == set(protocol.SCHEMAS)
+
+
+def _nest(depth):
+    value = None
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("body,why", [
+    (msgpack.packb([1]), "not a map"),
+    (msgpack.packb({"t": "nope"}), "unknown message type"),
+    (msgpack.packb({"t": "ping"}), "wrong keys"),
+    (msgpack.packb({"t": "ping", "id": "1"}), "'id' is a str"),
+    (msgpack.packb({"t": "ping", "id": True}), "'id' is a bool"),
+    (msgpack.packb({"t": "ping", "id": 1, "x": 1}), "wrong keys"),
+    (b"\xc1", "undecodable"),
+    (msgpack.packb({"t": "output", "text": msgpack.ExtType(1, b"x")}), "undecodable"),
+    (msgpack.packb({"t": "return", "seq": 1, "ok": True, "value": _nest(150), "error": None, "stop": None}), "deeper"),
+])
+def test_bad_frames_raise_protocol_error(body, why):
+    with pytest.raises(protocol.ProtocolError, match=why):
+        protocol.decode(body)
+
+
+def test_unexpected_type_is_refused():
+    with pytest.raises(protocol.ProtocolError, match="unexpected 'run'"):
+        protocol.decode(protocol.encode(SAMPLES[6])[4:], expect=("result",))
+
+
+@pytest.mark.parametrize("length", [0, protocol.MAX_FRAME + 1, 0xFFFFFFFF])
+def test_length_caps_are_checked_before_reading(length):
+    with pytest.raises(protocol.ProtocolError, match="outside"):
+        protocol.frame_length(struct.pack(">I", length))
+
+
+def test_encode_refuses_unencodable():
+    with pytest.raises(protocol.ProtocolError):
+        protocol.encode({"t": "output", "text": object()})
+
+
+def test_read_frame_reports_truncation():
+    frame = protocol.encode({"t": "ping", "id": 1})
+    data = [frame[:6]]
+    with pytest.raises(EOFError, match="mid-frame"):
+        protocol.read_frame(lambda n: data.pop() if data else b"")
