@@ -1,0 +1,80 @@
+"""`lackjail run` as a user runs it: a real subprocess, real exit codes, stdin, JSON."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lackjail(*args, stdin=None, cwd=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "lackjail.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, cwd=cwd or ROOT, env=env)
+
+
+@pytest.fixture(autouse=True)
+def _nsjail(require_nsjail):
+    pass
+
+
+def test_json_contract():
+    proc = lackjail("run", "-", "--json", "--param", "n=3", stdin="print('hi')\nn + 1")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("status", "value", "output", "errors", "trace", "isolation", "stats"):
+        assert key in out
+    assert (out["status"], out["value"], out["output"], out["isolation"]) == ("ok", 4, "hi\n", "nsjail")
+    assert set(out["stats"]) >= {"wall_ms", "cpu_ms", "max_rss_kb", "tool_calls"}
+
+
+def test_param_strings_and_scalars():
+    proc = lackjail("run", "-", "--json", "--param", "a=hello", "--param", "b=2.5", "--param", "c=true",
+                    stdin="[a, b, c]")
+    assert json.loads(proc.stdout)["value"] == ["hello", 2.5, True]
+
+
+def test_exit_1_when_the_program_fails():
+    proc = lackjail("run", "-", stdin="x = 1 / 0")
+    assert proc.returncode == 1
+    assert "<stdin>:1:5: error: ZeroDivisionError" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_exit_2_when_rejected():
+    proc = lackjail("run", "-", stdin="import os")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("<stdin>:1:")
+
+
+def test_human_output_prints_value_as_json():
+    proc = lackjail("run", "examples/hello.lackpy", "--param", "name=world")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "hello, world"
+    assert json.loads(lines[1]) == {"greeting": "hello, world", "words": 2, "longest": "hello,"}
+
+
+def test_stream_is_ndjson_ending_with_result():
+    proc = lackjail("run", "-", "--stream", stdin="print('a')\n5")
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[0] == {"event": "output", "text": "a\n"}
+    assert events[-1]["event"] == "result" and events[-1]["value"] == 5
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "missing.lackpy"], "cannot read missing.lackpy"),
+    (["run", "-", "--policy", "nosuch"], "no policy named 'nosuch'"),
+    (["run", "-", "--param", "novalue"], "is not NAME=VALUE"),
+    (["run", "-", "--mode", "fast"], "Invalid value for '--mode'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    proc = lackjail(*args, stdin="1")
+    assert proc.returncode == 2, proc
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
