@@ -109,10 +109,10 @@ class Worker:
     def _next(self, deadline: float, expect_run=None):
         """The next frame from either channel: ("ctrl"|"run", frame); None at the deadline."""
         while True:
-            if self._ctrl_frames:
-                return "ctrl", self._ctrl_frames.pop(0)
             if self._run_frames:
                 return "run", self._run_frames.pop(0)
+            if self._ctrl_frames:
+                return "ctrl", self._ctrl_frames.pop(0)
             poller = select.poll()
             poller.register(self.ctrl_out, select.POLLIN)
             if expect_run is not None:
@@ -244,6 +244,11 @@ class Worker:
                 kind = frame["t"]
                 if channel == "ctrl":
                     if kind == "done" and frame["gen"] == gen:
+                        # The child writes its result before it exits: look once more.
+                        self._pump(self.run_out, self._run_buf, self._run_frames, ("output", "call", "result"))
+                        if self._run_frames:
+                            self._ctrl_frames.insert(0, frame)
+                            continue
                         return self._died(frame, cancelled, wall_s)
                     if kind == "ready":
                         self.gen, self.child_runs = frame["gen"], 0
