@@ -12,6 +12,7 @@ import threading
 import time
 
 from lackjail.policy import Policy
+from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.worker import Outcome, Worker, WorkerDied
 
@@ -38,34 +39,42 @@ class Pool:
         self._closed = False
         self._ids = itertools.count(1)
         self._last_error = ""
-        self.launcher = self._choose_launcher(isolation_level)
-        self.isolation = self.launcher.level
+        self.launcher = None
         started = time.monotonic()
-        try:
-            first = self._spawn()
-        except WorkerDied as exc:
-            self.close()
-            raise PoolError(f"no jail could start: {exc}") from None
+        first = self._start_first(isolation_level or policy.isolation)
         self.cold_start_ms = (time.monotonic() - started) * 1000
         with self._cond:
             self._idle.append(first)
         for _ in range(self.size - 1):
             self._replace()
 
-    def _choose_launcher(self, wanted: str | None) -> isolation.Launcher:
-        """nsjail when it works; the seccomp fallback only if the policy allows it."""
-        demanded = wanted or self.policy.isolation
+    def _start_first(self, demanded: str) -> Worker:
+        """Start the first jail: nsjail when it works; the seccomp fallback only
+        when the demanded level allows it. Sets the launcher the others use."""
         args = isolation.zygote_config(self._limits, self.mode, self.policy.pool.recycle_after)
+        why = ""
         if demanded in ("nsjail", "any"):
-            ok, why = isolation.probe_nsjail()
-            if ok:
-                return isolation.nsjail_launcher(args)
+            try:
+                self.launcher = isolation.nsjail_launcher(args)
+                return self._spawn()
+            except (isolation.IsolationError, images.ImageError, WorkerDied, OSError) as exc:
+                why = str(exc)
+                self._close_launcher()
             if demanded == "nsjail":
                 raise isolation.IsolationError(
                     f"policy '{self.policy.name}' requires nsjail isolation, which this host cannot provide: {why} "
                     "(run 'lackjail doctor'; set isolation = \"any\" to allow the seccomp fallback)"
                 )
-        return isolation.seccomp_launcher(args)
+        self.launcher = isolation.seccomp_launcher(args)
+        try:
+            return self._spawn()
+        except (WorkerDied, OSError) as exc:
+            self._close_launcher()
+            raise PoolError(f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")) from None
+
+    @property
+    def isolation(self) -> str:
+        return self.launcher.level
 
     # -- jails ----------------------------------------------------------
 
@@ -220,6 +229,8 @@ class Pool:
             self._all.clear()
         for worker in leftovers:
             worker.kill()
-        launcher = getattr(self, "launcher", None)
-        if launcher is not None:
-            launcher.close()
+        self._close_launcher()
+
+    def _close_launcher(self) -> None:
+        if self.launcher is not None:
+            self.launcher.close()

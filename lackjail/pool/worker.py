@@ -139,6 +139,9 @@ class Worker:
                 item = self._next(deadline)
             except protocol.ProtocolError as exc:
                 raise WorkerDied(f"the jail sent a bad control frame: {exc}") from None
+            except WorkerDied as exc:
+                self.reap_quietly()
+                raise WorkerDied(f"{exc}{self.log_tail()}") from None
             if item is None:
                 raise WorkerDied(f"the jail was not ready within {timeout:g} s{self.log_tail()}")
             _, frame = item
@@ -162,6 +165,18 @@ class Worker:
                     self.gen, self.child_runs = frame["gen"], 0
         except (WorkerDied, protocol.ProtocolError, TimeoutError):
             return False
+
+    def reap_quietly(self) -> None:
+        """Give the jail a moment to finish writing its log before we read it."""
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    self.alive = False
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.005)
 
     def log_tail(self) -> str:
         """The jail's last stderr lines (nsjail's own messages), for start-up errors."""
