@@ -16,6 +16,7 @@ COMMANDS = [
     ("lackjail.cli.run", "run"),
     ("lackjail.cli.check", "check"),
     ("lackjail.cli.check", "spec"),
+    ("lackjail.cli.kit", "kit"),
     ("lackjail.cli.doctor", "doctor"),
     ("lackjail.cli.bench", "bench"),
 ]

@@ -1,0 +1,29 @@
+"""Kits and tools, host side: specs, providers, kit resolution, and the mediated call path.
+
+    kit = resolve_kit("files", workspace=".")
+    session = kit.session(policy, workspace=".", approve=terminal_approver(yes=False))
+    outcome = session.call("read_file", ["README.md"], {})   # hostile input, never raises
+    session.commit()   # or session.rollback(); session.diff() for --dry-run
+"""
+
+from lackjail.kit.approval import terminal_approver
+from lackjail.kit.docs import resolve_doc
+from lackjail.kit.docspec import parse_docstring, spec_from_function
+from lackjail.kit.errors import CommitError, KitError, LimitExceeded, ToolDenied, ToolError
+from lackjail.kit.kit import Kit
+from lackjail.kit.kitfile import format_kit, list_kits, read_kit, write_kit
+from lackjail.kit.packs import Pack, pack_from_module
+from lackjail.kit.providers import BuiltinProvider, Provider, PythonProvider, ToolContext
+from lackjail.kit.resolve import resolve_kit
+from lackjail.kit.session import CallOutcome, ToolSession
+from lackjail.kit.spec import ArgSpec, ToolSpec
+from lackjail.kit.toolbox import Toolbox, default_toolbox
+from lackjail.kit.workspace import StagingArea, Workspace
+
+__all__ = [
+    "ArgSpec", "BuiltinProvider", "CallOutcome", "CommitError", "Kit", "KitError", "LimitExceeded", "Pack",
+    "Provider", "PythonProvider", "StagingArea", "ToolContext", "ToolDenied", "ToolError", "ToolSession",
+    "ToolSpec", "Toolbox", "Workspace", "default_toolbox", "format_kit", "list_kits", "pack_from_module",
+    "parse_docstring", "read_kit", "resolve_doc", "resolve_kit", "spec_from_function", "terminal_approver",
+    "write_kit",
+]

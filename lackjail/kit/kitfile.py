@@ -1,0 +1,173 @@
+"""Kit files: `.lackjail/kits/NAME.kit` in the workspace, or bundled with lackjail.
+
+    ---
+    name: review
+    description: Read-only tools for reviewing code
+    docs: docs/review.md, docs/style.md
+    ---
+    # one tool, pack or pack.member per line; '#' starts a comment
+    read_file
+    find_files
+    fs
+
+Kit files name tools of the toolbox; they cannot define new ones, so a kit
+file in a workspace never makes lackjail import code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lackjail.kit.confine import read_regular, show
+from lackjail.kit.errors import KitError, ToolError
+from lackjail.kit.spec import TOOL_NAME_RE
+
+KITS_DIR = os.path.join(".lackjail", "kits")
+BUNDLED_DIR = Path(__file__).resolve().parent / "kits"
+KIT_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+MAX_KIT_BYTES = 64 << 10
+FRONTMATTER_KEYS = ("name", "description", "docs")
+
+
+@dataclass(frozen=True)
+class KitFile:
+    name: str
+    description: str
+    docs: tuple
+    tools: tuple
+    source: str  # the file it came from, for messages
+
+
+def check_kit_name(name) -> str:
+    if not isinstance(name, str) or not KIT_NAME_RE.fullmatch(name):
+        raise KitError(f"kit name {name!r} is not valid; use 1-64 letters, digits, '-' or '_' (no dots or slashes)")
+    return name
+
+
+def parse_kit(text: str, source: str, name: str) -> KitFile:
+    """Parse kit file TEXT; errors name SOURCE:LINE and the fix. NAME is the file's stem."""
+    lines = text.splitlines()
+    meta: dict[str, str] = {}
+    start = 0
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), None)
+    if first is not None and lines[first].strip() == "---":
+        end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == "---"), None)
+        if end is None:
+            raise KitError(f"{source}:{first + 1}: the '---' frontmatter is never closed; add a '---' line after it")
+        for number in range(first + 1, end):
+            line = lines[number].strip()
+            if not line or line.startswith("#"):
+                continue
+            key, colon, value = line.partition(":")
+            key = key.strip()
+            if not colon or key not in FRONTMATTER_KEYS:
+                raise KitError(f"{source}:{number + 1}: expected 'key: value' with key one of "
+                               f"{', '.join(FRONTMATTER_KEYS)}; got {line[:80]!r}")
+            if key in meta:
+                raise KitError(f"{source}:{number + 1}: frontmatter key '{key}' is given twice")
+            meta[key] = value.strip()
+        start = end + 1
+    tools: list[str] = []
+    for number in range(start, len(lines)):
+        entry = lines[number].split("#", 1)[0].strip()
+        if not entry:
+            continue
+        if entry == "---":
+            raise KitError(f"{source}:{number + 1}: unexpected '---'; frontmatter goes once, at the top")
+        if not TOOL_NAME_RE.fullmatch(entry):
+            raise KitError(f"{source}:{number + 1}: {entry[:80]!r} is not a tool name; write one tool name per line "
+                           "(comments start with #)")
+        if entry in tools:
+            raise KitError(f"{source}:{number + 1}: tool '{entry}' is listed twice")
+        tools.append(entry)
+    declared = meta.get("name", name)
+    if declared != name:
+        raise KitError(f"{source}: frontmatter says name '{declared}' but the file is {name}.kit; make them match")
+    docs = tuple(d.strip() for d in meta.get("docs", "").split(",") if d.strip())
+    return KitFile(name=name, description=meta.get("description", ""), docs=docs, tools=tuple(tools), source=source)
+
+
+def read_kit(path) -> KitFile:
+    """Parse the kit file at PATH (a regular UTF-8 file of at most 64 KiB)."""
+    path = Path(path)
+    try:
+        data = read_regular(os.path.realpath(path), MAX_KIT_BYTES, str(path))
+        text = data.decode("utf-8")
+    except ToolError as exc:
+        raise KitError(f"cannot read kit file {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise KitError(f"kit file {path} is not UTF-8 text") from None
+    return parse_kit(text, str(path), path.name[:-4] if path.name.endswith(".kit") else path.stem)
+
+
+def kit_dirs(workspace) -> list[tuple[str, Path]]:
+    """(source, folder) pairs searched for named kits, workspace first."""
+    return [("workspace", Path(workspace) / KITS_DIR), ("bundled", BUNDLED_DIR)]
+
+
+def find_kit(name: str, workspace) -> Path | None:
+    """The file of the kit NAME: the workspace's own, else the bundled one, else None."""
+    check_kit_name(name)
+    for _, folder in kit_dirs(workspace):
+        path = folder / f"{name}.kit"
+        if os.path.lexists(path):  # not is_file(): a kit that is a FIFO or a device must fail loudly, not vanish
+            return path
+    return None
+
+
+def list_kits(workspace) -> list[tuple[str, str, Path]]:
+    """(name, source, path) of every kit; a workspace kit hides a bundled one of the same name."""
+    found: dict[str, tuple[str, str, Path]] = {}
+    for source, folder in kit_dirs(workspace):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.kit")):
+            name = path.name[:-4]
+            if KIT_NAME_RE.fullmatch(name) and name not in found:
+                found[name] = (name, source, path)
+    return sorted(found.values())
+
+
+def format_kit(name: str, description: str, tools, docs=()) -> str:
+    """The text of a kit file (what `lackjail kit create` writes)."""
+    check_kit_name(name)
+    for key, value in (("description", description), *(("docs", d) for d in docs)):
+        if not isinstance(value, str) or "\n" in value or "\r" in value:
+            raise KitError(f"kit {key} must be one line of text")
+    if any("," in d for d in docs):
+        raise KitError("a docs path may not contain ','; kit files separate docs with commas")
+    lines = ["---", f"name: {name}"]
+    if description:
+        lines.append(f"description: {description}")
+    if docs:
+        lines.append(f"docs: {', '.join(docs)}")
+    lines += ["---", *tools, ""]
+    text = "\n".join(lines)
+    parse_kit(text, "<new kit>", name)  # what we write must read back
+    return text
+
+
+def write_kit(workspace, name: str, text: str, force: bool = False) -> Path:
+    """Write kit TEXT as NAME.kit in the workspace's kit folder, atomically; refuse to overwrite unless FORCE."""
+    folder = Path(workspace) / KITS_DIR
+    path = folder / f"{check_kit_name(name)}.kit"
+    if path.exists() and not force:
+        raise KitError(f"kit file {path} exists; pass --force to replace it")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kit-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise KitError(f"cannot write kit file {show(str(path))}: {exc.strerror or exc}") from None
+    return path

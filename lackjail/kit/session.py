@@ -1,0 +1,202 @@
+"""ToolSession: the one dispatch path for every tool call of one run.
+
+Everything `call` receives comes out of the jail and is hostile. In order it
+checks the name (a host tool of this kit), the tool-call budget, the
+arguments (plain data, bounded, bound against the spec), the policy
+(allow/deny), and approval; then it runs the tool in a thread under its
+timeout, checks the result is plain data, merges the call's staged writes
+(verifying them), and records the trace entry itself. It never raises for
+anything the program did: every failure is a CallOutcome with an error and,
+for a refusal or a spent budget, a verdict that ends the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lackjail.kit.budget import Budget
+from lackjail.kit.errors import ToolDenied, ToolError
+from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
+from lackjail.kit.providers import ToolContext
+from lackjail.kit.workspace import Workspace
+from lackjail.policy import load_policy
+
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What the controller answers a tool call with: plain data or an error, and maybe a verdict."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    verdict: str | None = None  # "denied" or "limit": the run must end with this status
+
+
+class ToolSession:
+    """Tool calls of one run against one kit, policy and workspace; see the module docstring."""
+
+    def __init__(self, kit, policy=None, workspace=None, approve=None, on_event=None, dry_run=False):
+        self.kit = kit
+        self.policy = load_policy(policy)
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.approve = approve
+        self.on_event = on_event
+        self.dry_run = dry_run
+        self.trace: list[dict] = []
+        self.budget = Budget(self.policy.limits)
+        self._host = set(kit.host_tools)
+        self._lock = threading.Lock()
+
+    @property
+    def stats(self) -> dict:
+        return self.budget.stats()
+
+    def call(self, name, args, kwargs) -> CallOutcome:
+        """Check and run one call from the program; always returns, never raises for the program's doing."""
+        with self._lock:
+            started = time.perf_counter()
+            entry = {"seq": len(self.trace) + 1, "tool": name if self._known(name) else display(name, 60)}
+            try:
+                outcome = self._dispatch(name, args, kwargs, entry)
+            except ToolError as exc:
+                outcome = CallOutcome(False, None, _message(exc), exc.verdict)
+            except Exception as exc:  # a bug of a provider or of lackjail: fail this call, keep the run
+                outcome = CallOutcome(False, None, _message(f"internal error in {entry['tool']}: {_describe(exc)}"))
+            entry.setdefault("args", [])
+            entry["ok"] = outcome.ok
+            entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            entry["summary"] = summarize(outcome.value) if outcome.ok else "error"
+            if not outcome.ok:
+                entry["error"] = outcome.error
+            if outcome.verdict:
+                entry["verdict"] = outcome.verdict
+            self.trace.append(entry)
+        if self.on_event is not None:
+            self.on_event(dict(entry))
+        return outcome
+
+    def _known(self, name) -> bool:
+        return type(name) is str and name in self._host
+
+    def _dispatch(self, name, args, kwargs, entry) -> CallOutcome:
+        self.budget.charge_call()  # every call counts, unknown names too: a loop of bad calls still ends
+        if not self._known(name):
+            if type(name) is str and name in self.kit.jail_tools:
+                raise ToolError(f"{name} runs inside the jail; it is not answered by the controller")
+            known = ", ".join(sorted(self._host)) or "none"
+            raise ToolError(f"no tool named {display(name, 60)} in this kit; host tools: {known}")
+        if type(args) not in (list, tuple):
+            raise ToolError(f"{name}: arguments must be a list, not {type(args).__name__}")
+        if kwargs is None:
+            kwargs = {}
+        if type(kwargs) is not dict:
+            raise ToolError(f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}")
+        args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
+        entry["args"] = [display(a) for a in args]
+        if kwargs:
+            entry["kwargs"] = {k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v)
+                               for k, v in kwargs.items()}
+        spec = self.kit.specs[name]
+        bound = spec.bind(name, args, kwargs)
+        self._check_policy(name, spec)
+        self._check_approval(name, spec, entry)
+        return self._run(name, spec, bound)
+
+    def _rule_names(self, name, spec) -> set:
+        """Names a policy rule may use for this call: the call name, the tool's own name, its pack."""
+        names = {name, spec.name}
+        if "." in name:
+            names.add(name.partition(".")[0])
+        return names
+
+    def _check_policy(self, name, spec) -> None:
+        rules, names = self.policy.tools, self._rule_names(name, spec)
+        if names & set(rules.deny):
+            raise ToolDenied(f"{name} is denied by policy '{self.policy.name}' (tools.deny)")
+        if rules.allow and not names & set(rules.allow):
+            raise ToolDenied(f"{name} is not in the allowed tools of policy '{self.policy.name}' (tools.allow)")
+
+    def _check_approval(self, name, spec, entry) -> None:
+        by_policy = bool(self._rule_names(name, spec) & set(self.policy.tools.approval))
+        if spec.approval != "required" and not by_policy:
+            return
+        reason = f"policy '{self.policy.name}' requires approval for it" if by_policy else "the tool requires approval"
+        if self.approve is None:
+            raise ToolDenied(f"{name} needs approval ({reason}) and there is no approver; "
+                             "pass approve= (library) or --yes (CLI)")
+        call = {"tool": name, "args": entry["args"], "kwargs": entry.get("kwargs", {}), "reason": reason}
+        try:
+            granted = self.approve(call) is True
+        except Exception as exc:
+            raise ToolDenied(f"{name} was not approved: the approver failed ({_describe(exc)})") from None
+        if not granted:
+            raise ToolDenied(f"{name} was not approved")
+
+    def _timeout(self, name, spec) -> float:
+        timeouts = self.policy.tools.timeouts
+        for key in (name, spec.name, name.partition(".")[0]):
+            if key in timeouts:
+                return float(timeouts[key])
+        return spec.timeout_s
+
+    def _run(self, name, spec, bound) -> CallOutcome:
+        view = self.workspace.view(self.budget, writable=self.policy.tools.workspace_writable)
+        ctx = ToolContext(workspace=view, policy=self.policy, call_name=name)
+        fn = self.kit.toolbox.providers[spec.provider].bind(spec, ctx)
+        box: dict = {}
+
+        def target():
+            try:
+                box["value"] = fn(**bound)
+            except BaseException as exc:  # the tool's failure, reported to the program below
+                box["error"] = exc
+
+        timeout = self._timeout(name, spec)
+        thread = threading.Thread(target=target, name=f"lackjail-tool-{name}", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            view.close()
+            ctx.cancelled.set()
+            raise ToolError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
+        view.close()
+        if "error" in box:
+            exc = box["error"]
+            if isinstance(exc, ToolError):
+                raise exc
+            raise ToolError(f"{name} failed: {_describe(exc)}")
+        value = plain_copy(box["value"], f"the result of {name}", RESULT_MAX_SIZE)
+        self.workspace.merge(view)
+        return CallOutcome(True, value)
+
+    def commit(self) -> list[str]:
+        """Apply the run's staged writes (not in dry-run mode); the workspace-relative paths written."""
+        if self.dry_run:
+            self.workspace.rollback()
+            return []
+        return self.workspace.commit()
+
+    def rollback(self) -> None:
+        self.workspace.rollback()
+
+    def diff(self) -> str:
+        return self.workspace.diff()
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message` of an exception whose __str__ may itself fail."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<unprintable message>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _message(exc) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + "…"

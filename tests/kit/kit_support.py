@@ -1,0 +1,28 @@
+"""Helpers shared by the kit tests (a unique module name: `conftest` may exist elsewhere too)."""
+
+import os
+
+from lackjail.policy import Limits, Policy, ToolRules
+
+
+def make_policy(**changes):
+    """A Policy with LIMITS and TOOLS fields changed, e.g. make_policy(tool_calls=2, deny=("write_file",))."""
+    limit_keys = set(Limits.__dataclass_fields__)
+    limits = Limits(**{k: v for k, v in changes.items() if k in limit_keys})
+    tools = ToolRules(**{k: v for k, v in changes.items() if k not in limit_keys})
+    return Policy(name="test", limits=limits, tools=tools)
+
+
+def no_temp_files(root):
+    """True when no commit temp file is left anywhere under ROOT."""
+    return not [n for _, _, files in os.walk(root) for n in files if n.startswith(".lackjail-")]
+
+
+def py_tool(function, name=None, **fields):
+    """A python-provider ToolSpec for a function of kit_helpers, its spec read from the docstring."""
+    import kit_helpers
+
+    from lackjail.kit import spec_from_function
+
+    return spec_from_function(getattr(kit_helpers, function), name=name or function, provider="python",
+                              provider_config={"module": "kit_helpers", "function": function}, **fields)

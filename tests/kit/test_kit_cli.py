@@ -1,0 +1,86 @@
+"""`lackjail kit list|info|create` and the terminal approver."""
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from lackjail.cli.kit import kit
+from lackjail.kit import terminal_approver
+
+
+def run(*args):
+    result = CliRunner().invoke(kit, list(args))
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_list_shows_bundled_and_workspace_kits(ws):
+    (ws / ".lackjail" / "kits").mkdir(parents=True)
+    (ws / ".lackjail" / "kits" / "broken.kit").write_text("raed_file\n")
+    result = run("list", "--workspace", str(ws))
+    assert result.exit_code == 0
+    assert "files            bundled   4 tools, w=3" in result.output
+    assert "broken           workspace error: unknown tool 'raed_file'" in result.output
+    rows = json.loads(run("list", "--workspace", str(ws), "--json").output)
+    assert {r["name"] for r in rows} == {"broken", "files", "readonly", "text"}
+    assert next(r for r in rows if r["name"] == "text")["grade"] == {"w": 0, "d": 0}
+
+
+def test_info_text_and_json(ws):
+    result = run("info", "readonly", "--workspace", str(ws))
+    assert result.exit_code == 0 and result.output.startswith("kit readonly - Read and find files")
+    assert "find_files(pattern: str) -> list[str]" in result.output
+    data = json.loads(run("info", "read_file,fs", "--json", "--workspace", str(ws)).output)
+    assert data["names"] == ["read_file", "fs"] and data["grade"] == {"w": 3, "d": 3}
+
+
+def test_info_bad_input_exits_2_with_one_line(ws):
+    result = run("info", "raed_file", "--workspace", str(ws))
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: no kit named 'raed_file'") and result.output.count("\n") == 1
+
+
+def test_create_then_use_then_refuse_overwrite(ws):
+    result = run("create", "review", "--tools", "read_file, find_files", "--description", "Review code",
+                 "--docs", "docs/guide.md", "--workspace", str(ws))
+    assert result.exit_code == 0 and "review.kit (2 tools)" in result.output
+    assert (ws / ".lackjail" / "kits" / "review.kit").read_text() == (
+        "---\nname: review\ndescription: Review code\ndocs: docs/guide.md\n---\nread_file\nfind_files\n")
+    data = json.loads(run("info", "review", "--json", "--workspace", str(ws)).output)
+    assert data["description"] == "Review code" and data["docs"] == {"docs/guide.md": "kit review"}
+    again = run("create", "review", "--tools", "read_file", "--workspace", str(ws))
+    assert again.exit_code == 2 and "--force" in again.output
+    assert run("create", "review", "--tools", "read_file", "--force", "--workspace", str(ws)).exit_code == 0
+
+
+@pytest.mark.parametrize("args, word", [
+    (["create", "x", "--tools", "raed_file"], "did you mean 'read_file'"),
+    (["create", "../x", "--tools", "read_file"], "kit name '../x' is not valid"),
+    (["create", "x", "--tools", ","], "names no tool"),
+    (["create", "x", "--tools", "read_file", "--description", "two\nlines"], "one line"),
+])
+def test_create_bad_input(ws, args, word):
+    result = run(*args, "--workspace", str(ws))
+    assert result.exit_code == 2 and word in result.output and result.output.startswith("Error: ")
+    assert not (ws / ".lackjail" / "kits" / "x.kit").exists()
+
+
+class FakeTty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_terminal_approver(monkeypatch, capsys):
+    call = {"tool": "write_file", "args": ["'a.txt'", "'x'"], "kwargs": {}, "reason": "the tool requires approval"}
+    assert terminal_approver(yes=True)(call) is True
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert terminal_approver()(call) is False  # no terminal: deny without asking
+    monkeypatch.setattr("sys.stdin", FakeTty("y\n"))
+    assert terminal_approver()(call) is True
+    assert "allow write_file('a.txt', 'x')?" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
+    assert terminal_approver()(call) is False
+    monkeypatch.setattr("sys.stdin", FakeTty(""))
+    assert terminal_approver()(call) is False  # EOF on the terminal denies
