@@ -177,22 +177,18 @@ class Jail:
             outcome = session.call(frame["tool"], frame["args"], frame["kwargs"])
             if outcome.verdict:
                 verdict.append((outcome.verdict, outcome.error))
-            reply = {"t": "return", "seq": frame["seq"], "ok": bool(outcome.ok), "value": outcome.value,
-                     "error": outcome.error, "stop": outcome.verdict}
-            if outcome.ok:
-                from lackjail import protocol
-
-                try:
-                    protocol.encode(reply)
-                except protocol.ProtocolError as exc:
-                    reply.update(ok=False, value=None, error=f"{frame['tool']}: result cannot be sent: {exc}")
-            return reply
+            return {"t": "return", "seq": frame["seq"], "ok": bool(outcome.ok), "value": outcome.value,
+                    "error": outcome.error, "stop": outcome.verdict}
 
         run = {"t": "run", "id": uuid.uuid4().hex, "src": source, "params": params,
                "tools": list(self.kit.host_tools) if self.kit is not None else [],
                "jail_tools": {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {},
                "filename": "<lackpy>"}
-        outcome = self.pool.execute(run, on_call, on_output)
+        try:
+            outcome = self.pool.execute(run, on_call, on_output)
+        finally:
+            if session is not None:
+                session.close()
         status, errors, value = outcome.status, outcome.errors, outcome.value
         if verdict and status != "ok":
             status, message = verdict[0]

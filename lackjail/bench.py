@@ -140,6 +140,42 @@ def _throughput(jail, callers, total, program=TRIVIAL, expect=3):
             "failures": len(failures)}
 
 
+def echo(value: int) -> int:
+    """Use: return VALUE unchanged (the benchmark's host tool: nothing but the crossing)."""
+    return value
+
+
+CALLS = "total = 0\nfor i in range(N):\n    total += TOOL(i)\ntotal"
+
+
+def tool_call_figures(calls=1000, repeats=5):
+    """Median cost per call of a program calling a tool CALLS times: host (mediated) vs jail-placed."""
+    from lackjail.api import Jail
+    from lackjail.kit import spec_from_function
+
+    host = spec_from_function(echo, name="echo", provider="python",
+                              provider_config={"module": "lackjail.bench", "function": "echo"})
+    figures = {}
+    with Jail(kit={"echo": host, "word_count": "word_count"}, workers=1, mode="reuse") as jail:
+        for label, tool, expect in (("host tool", "echo", calls * (calls - 1) // 2),
+                                    ("jail-placed tool", "word_count", calls)):
+            program = CALLS.replace("N", str(calls)).replace("TOOL(i)", f"{tool}(i)" if tool == "echo" else f"{tool}('x')")
+            baseline = CALLS.replace("N", str(calls)).replace("TOOL(i)", "abs(1)" if tool != "echo" else "abs(i)")
+            per_call = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                result = jail.run(program)
+                with_calls = time.perf_counter() - t
+                if result.status != "ok" or result.value != expect:
+                    raise RuntimeError(f"tool benchmark failed: {result.status} {result.errors}")
+                t = time.perf_counter()
+                jail.run(baseline)
+                without = time.perf_counter() - t
+                per_call.append((with_calls - without) / calls * 1e6)
+            figures[f"{label}: cost per call (median us)"] = statistics.median(per_call)
+    return figures
+
+
 def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
     """Issue 7's load: TOTAL programs from CALLERS concurrent callers through the library."""
     from lackjail.api import Jail

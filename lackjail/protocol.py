@@ -50,6 +50,11 @@ SCHEMAS = {
 }
 
 
+# Fields that may hold nested data (every other field is a scalar by its schema).
+_NESTED = {kind: tuple(k for k, types in schema.items() if types is None or list in types or dict in types)
+           for kind, schema in SCHEMAS.items()}
+
+
 class ProtocolError(Exception):
     """A frame that is malformed, oversized, too deep or not of the expected schema."""
 
@@ -134,8 +139,9 @@ def check(msg, expect=None) -> dict:
         value = msg[key]
         if types is not None and (not isinstance(value, types) or (types == _I and isinstance(value, bool))):
             raise ProtocolError(f"{kind!r} frame: {key!r} is a {type(value).__name__}")
-    if not _depth_ok(msg):
-        raise ProtocolError(f"{kind!r} frame nests deeper than {MAX_DEPTH} levels")
+    for key in _NESTED.get(kind, ()):
+        if isinstance(msg[key], (list, dict)) and not _depth_ok(msg[key]):
+            raise ProtocolError(f"{kind!r} frame nests deeper than {MAX_DEPTH} levels")
     return msg
 
 

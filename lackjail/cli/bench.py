@@ -15,7 +15,7 @@ def bench(runs, load, isolation, as_json):
     from lackjail import bench as b
 
     figures = {}
-    sections = [b.validate_figures, b.exec_baseline, lambda: b.jail_figures(runs, isolation)]
+    sections = [b.validate_figures, b.exec_baseline, lambda: b.jail_figures(runs, isolation), b.tool_call_figures]
     if load:
         sections.append(b.load_figures)
     for section in sections:

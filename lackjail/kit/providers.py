@@ -63,6 +63,9 @@ class PythonProvider:
 
     name = "python"
 
+    def __init__(self):
+        self._bound: dict = {}  # (module, function) -> callable, resolved once
+
     def check(self, spec: ToolSpec) -> None:
         fn = self._function(spec)
         try:
@@ -76,7 +79,12 @@ class PythonProvider:
                            f"{spec.provider_config.get('function', spec.name)}: {exc}") from None
 
     def bind(self, spec: ToolSpec, ctx: ToolContext) -> Callable[..., Any]:
-        return self._function(spec)
+        config = spec.provider_config
+        key = (config.get("module"), config.get("function", spec.name.rpartition(".")[2]))
+        fn = self._bound.get(key)
+        if fn is None:
+            fn = self._bound[key] = self._function(spec)
+        return fn
 
     @staticmethod
     def _function(spec: ToolSpec):

@@ -12,6 +12,7 @@ for a refusal or a spent budget, a verdict that ends the run.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class ToolSession:
         self.budget = Budget(self.policy.limits)
         self._host = set(kit.host_tools)
         self._lock = threading.Lock()
+        self._runner = None
 
     @property
     def stats(self) -> dict:
@@ -148,19 +150,12 @@ class ToolSession:
         view = self.workspace.view(self.budget, writable=self.policy.tools.workspace_writable)
         ctx = ToolContext(workspace=view, policy=self.policy, call_name=name)
         fn = self.kit.toolbox.providers[spec.provider].bind(spec, ctx)
-        box: dict = {}
-
-        def target():
-            try:
-                box["value"] = fn(**bound)
-            except BaseException as exc:  # the tool's failure, reported to the program below
-                box["error"] = exc
-
         timeout = self._timeout(name, spec)
-        thread = threading.Thread(target=target, name=f"lackjail-tool-{name}", daemon=True)
-        thread.start()
-        thread.join(timeout)
-        if thread.is_alive():
+        if self._runner is None:
+            self._runner = _ToolThread()
+        box = self._runner.run(fn, bound, timeout)
+        if box is None:
+            self._runner = None  # abandoned: the hung call keeps that thread; the next call gets a new one
             view.close()
             ctx.cancelled.set()
             raise ToolError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
@@ -186,6 +181,49 @@ class ToolSession:
 
     def diff(self) -> str:
         return self.workspace.diff()
+
+    def close(self) -> None:
+        """End the session's tool thread (a hung tool's abandoned thread ends with its call)."""
+        if self._runner is not None:
+            self._runner.stop()
+            self._runner = None
+
+
+class _ToolThread:
+    """One long-lived thread that runs a session's tool calls under a timeout.
+
+    Starting a thread per call costs more than most tools do; handing the call
+    to a waiting thread costs a queue put and get.
+    """
+
+    def __init__(self):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="lackjail-tool", daemon=True).start()
+
+    def _loop(self):
+        while True:
+            item = self._calls.get()
+            if item is None:
+                return
+            fn, bound = item
+            box: dict = {}
+            try:
+                box["value"] = fn(**bound)
+            except BaseException as exc:  # the tool's failure, reported to the program by the caller
+                box["error"] = exc
+            self._results.put(box)
+
+    def stop(self):
+        self._calls.put(None)
+
+    def run(self, fn, bound, timeout):
+        """The call's {"value"} or {"error"}; None when it did not finish within TIMEOUT."""
+        self._calls.put((fn, bound))
+        try:
+            return self._results.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
 
 def _describe(exc: BaseException) -> str:

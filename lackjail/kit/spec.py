@@ -8,6 +8,7 @@ a KitError naming the tool and the field, never in the middle of a run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ def check_identifier(name, what: str) -> None:
         raise KitError(f"{what} {name!r} is not a usable name; use letters, digits and _ (not starting with _ or a digit)")
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_type(text: str, where: str) -> tuple[str, ...]:
     """The base type names of a declared type ("list[str] | None" -> ("list", "None"))."""
     if not isinstance(text, str) or not text.strip():

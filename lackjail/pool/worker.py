@@ -276,7 +276,12 @@ class Worker:
                     on_output(frame["text"])
                 elif kind == "call":
                     reply = on_call(frame)
-                    self._write(self.run_in, protocol.encode(reply), deadline)
+                    try:
+                        data = protocol.encode(reply)
+                    except protocol.ProtocolError as exc:
+                        data = protocol.encode({**reply, "ok": False, "value": None,
+                                                "error": f"{frame['tool']}: the result cannot be sent: {exc}"})
+                    self._write(self.run_in, data, deadline)
                 else:
                     return self._finished(frame, run["id"], gen)
         except protocol.ProtocolError as exc:
