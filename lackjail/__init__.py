@@ -15,6 +15,8 @@ _EXPORTS = {
     "ValidationResult": "lackjail.lang",
     "Policy": "lackjail.policy",
     "load_policy": "lackjail.policy",
+    "generate": "lackjail.infer",
+    "delegate": "lackjail.infer",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -145,6 +145,12 @@ class Jail:
             yield item
         thread.join()
 
+    def delegate(self, intent, params=None, *, run=True, config=None, root=None):
+        """Write a program for INTENT (templates, rules, then models), validate it, and run it here."""
+        from lackjail import infer
+
+        return infer.delegate(self, intent, params, run=run, config=config, root=root)
+
     def _run(self, program, params, dry_run, approve, emit) -> Result:
         started = time.perf_counter()
         params = dict(params or {})

@@ -17,6 +17,8 @@ COMMANDS = [
     ("lackjail.cli.check", "check"),
     ("lackjail.cli.check", "spec"),
     ("lackjail.cli.kit", "kit"),
+    ("lackjail.cli.delegate", "delegate"),
+    ("lackjail.cli.delegate", "template"),
     ("lackjail.cli.doctor", "doctor"),
     ("lackjail.cli.bench", "bench"),
 ]

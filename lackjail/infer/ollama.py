@@ -1,0 +1,46 @@
+"""The ollama tier: a local model through the official `ollama` client.
+
+The host comes from the provider config, else `OLLAMA_HOST`, else the
+client's default. A short connect timeout makes a missing server a quick,
+noted skip; any failure becomes a ProviderError, never an exception upward.
+"""
+
+from __future__ import annotations
+
+import os
+
+from lackjail.infer.errors import ProviderError, short
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+def complete(config, system: str, messages: list) -> str:
+    """The model's reply text to MESSAGES (user/assistant turns) under SYSTEM."""
+    try:
+        import httpx
+        import ollama
+    except ImportError:
+        raise ProviderError("the 'ollama' package is not installed (pip install 'lackjail[llm]')",
+                            unavailable=True) from None
+    host = config.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    options = {"temperature": config.temperature, "num_predict": config.max_tokens}
+    client = ollama.Client(host=host, timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout))
+    try:
+        reply = client.chat(model=config.model, messages=[{"role": "system", "content": system}, *messages],
+                            options=options, keep_alive=config.keep_alive, stream=False)
+    except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout):
+        raise ProviderError(f"no Ollama server answers at {host}", unavailable=True) from None
+    except httpx.TimeoutException:
+        raise ProviderError(f"{host} did not answer within {config.timeout:g}s") from None
+    except ollama.ResponseError as exc:
+        if exc.status_code == 404:
+            raise ProviderError(f"model {config.model!r} is not available at {host} "
+                                f"(ollama pull {config.model}): {short(exc.error)}", unavailable=True) from None
+        raise ProviderError(f"{host} answered {exc.status_code}: {short(exc.error)}") from None
+    except httpx.HTTPError as exc:
+        raise ProviderError(f"{host}: {short(exc)}") from None
+    except (ValueError, TypeError):  # the client's parse of a body that is not a chat response
+        raise ProviderError(f"{host} sent a reply that is not a chat response") from None
+    finally:
+        client.close()
+    return reply.message.content or ""
