@@ -32,12 +32,12 @@ def _print_human(result, filename):
     if result.status == "ok":
         if result.value is not None:
             click.echo(json.dumps(jsonable(result.value), ensure_ascii=False))
+        if result.diff:
+            click.echo(result.diff, nl=False)
         return
     for err in result.errors:
         where = f"{filename}:{err['line']}:{(err.get('col') or 0) + 1}: " if err.get("line") else f"{filename}: "
         click.echo(f"{where}{result.status}: {err['message']}", err=True)
-    if result.diff:
-        click.echo(result.diff)
 
 
 @click.command()
