@@ -6,9 +6,14 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_EXAMPLES ?= 20000
 
-.PHONY: setup demo test fuzz bench doctor clean system-deps
+.PHONY: setup demo test fuzz bench doctor clean system-deps bytecode
 
-setup: $(STAMP)
+setup: $(STAMP) bytecode
+
+# The jail mounts the package read-only and never writes bytecode: compile it
+# here so a zygote starts without compiling its own sources.
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q lackjail >/dev/null
 
 # Find a Python 3.12 that really runs: the pyenv shim on PATH fails until a version is selected.
 $(STAMP): pyproject.toml

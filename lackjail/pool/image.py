@@ -80,7 +80,7 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         nice_level=d["nice_level"],
         log_level=LogLevel.ERROR,
         keep_env=False,
-        envar=list(d["env"]),
+        envar=[_fill(image, e) for e in d["env"]],
         rlimit_as_type=_inf(), rlimit_cpu_type=_inf(), rlimit_fsize_type=_inf(),
         rlimit_nofile=64,
         rlimit_nproc_type=_soft(), rlimit_stack_type=_soft(),

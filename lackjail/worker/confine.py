@@ -1,18 +1,28 @@
 """The child's own confinement, applied after fork and before any program runs:
 rlimits, then a seccomp filter (layer (d) of DESIGN.md's defence in depth).
 
-The zygote builds the filter once with pyseccomp (which must be imported
-before any filter exists: it locates libseccomp by opening files) and keeps
-the compiled BPF; each child installs those bytes with one prctl, which costs
-microseconds where libseccomp's load recompiles for about a millisecond.
+The zygote builds the filter once with pyseccomp and keeps the compiled
+BPF; each child installs those bytes with one prctl, which costs microseconds
+where libseccomp's load recompiles for about a millisecond.
 """
 
 import ctypes
+import ctypes.util
 import errno
 import os
 import resource
 
-import pyseccomp as seccomp
+# pyseccomp finds its libraries with ctypes.util.find_library, which runs
+# `/sbin/ldconfig -p` in a subprocess (tens of milliseconds, and a binary the
+# jail would have to contain). The sonames are fixed: the dynamic loader finds
+# them on LD_LIBRARY_PATH (the image sets it) or through ld.so.cache.
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+_find_library = ctypes.util.find_library
+ctypes.util.find_library = lambda name: _SONAMES.get(name) or _find_library(name)
+try:
+    import pyseccomp as seccomp
+finally:
+    ctypes.util.find_library = _find_library
 
 # What a running program legitimately needs: I/O on its own two descriptors,
 # memory, signals, clocks and exit.
