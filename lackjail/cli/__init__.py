@@ -19,6 +19,8 @@ COMMANDS = [
     ("lackjail.cli.kit", "kit"),
     ("lackjail.cli.delegate", "delegate"),
     ("lackjail.cli.delegate", "template"),
+    ("lackjail.cli.gate", "gate"),
+    ("lackjail.cli.serve", "serve"),
     ("lackjail.cli.doctor", "doctor"),
     ("lackjail.cli.bench", "bench"),
 ]

@@ -4,6 +4,8 @@ import sys
 
 import click
 
+from lackjail.jsondata import jsonable
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD = 0, 1, 2
 
 EXIT_HELP = "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input."
@@ -37,21 +39,6 @@ def parse_params(pairs):
             value = raw
         params[name] = value
     return params
-
-
-def jsonable(value, depth=0):
-    """Plain data for json.dumps: bytes become text (undecodable bytes escaped)."""
-    if depth > 200:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "backslashreplace")
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(jsonable(k, depth + 1)): jsonable(v, depth + 1) for k, v in value.items()}
-    return value
 
 
 def emit_json(obj):

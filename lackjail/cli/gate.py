@@ -1,0 +1,145 @@
+"""`lackjail gate`: the CI gate over many program files, with text, JSON, JUnit and SARIF reports."""
+
+import keyword
+import os
+import sys
+import tempfile
+
+import click
+
+from lackjail.cli.common import parse_params
+from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
+from lackjail.gate.report import terminal_safe
+
+GATE_HELP = ("Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
+             "2 bad input (path, glob, policy, kit, format, output).")
+
+
+def _resolve(policy, kit, workspace):
+    """(Policy, Kit) or one-line usage errors naming the option."""
+    from lackjail.kit import KitError, resolve_kit
+    from lackjail.policy import PolicyError, load_policy
+
+    try:
+        loaded = load_policy(policy)
+    except PolicyError as exc:
+        raise click.BadParameter(str(exc), param_hint="--policy") from None
+    try:
+        return loaded, resolve_kit(kit, workspace=workspace or os.getcwd())
+    except KitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--kit") from None
+
+
+def _check_params(values: dict, kit) -> dict:
+    """Parameter names the jail would refuse, refused here once instead of once per program."""
+    from lackjail.lang import ALLOWED_BUILTINS
+
+    for name in values:
+        if not (name.isidentifier() and name.isascii()) or keyword.iskeyword(name) or name.startswith("_"):
+            raise click.BadParameter(f"{name!r} is not a parameter name; use an ASCII identifier not starting "
+                                     "with '_'", param_hint="--param")
+        if name in ALLOWED_BUILTINS or name in kit.names:
+            raise click.BadParameter(f"{name!r} would hide the builtin or tool of that name; rename it",
+                                     param_hint="--param")
+    return values
+
+
+def _output_folder(output):
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise click.BadParameter(f"folder {folder!r} does not exist; create it or pick another file",
+                                 param_hint="--output")
+    return folder
+
+
+def _write(output: str, text: str) -> None:
+    """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=_output_folder(output), prefix=".lackjail-gate-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, output)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output") from None
+
+
+def _progress(count: int, quiet: bool):
+    """A rich progress bar on stderr when it is a terminal; None otherwise (CI logs, --json)."""
+    if quiet or count == 0 or not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("gate"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.description}", markup=False),  # file names are not rich markup
+                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+
+
+@click.command(epilog=GATE_HELP)
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("--glob", "pattern", default=DEFAULT_GLOB, show_default=True,
+              help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH always counts.")
+@click.option("--policy", default="ci", show_default=True,
+              help="A bundled policy name or a .toml path; 'ci' keeps the workspace read-only.")
+@click.option("--kit", help="Tools the programs may call: a kit name, or tool names separated by commas.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A top-level name for every program; VALUE is a JSON scalar if it parses, else a string.")
+@click.option("--run", is_flag=True, help="Also run each valid program once in the jail; a failed run fails the gate.")
+@click.option("--workspace", type=click.Path(file_okay=False, exists=True),
+              help="Folder the file tools are confined to [cwd].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format [text].")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json; nothing else is printed.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.")
+def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, output):
+    """Check lackpy programs for CI: validate each (and with --run, run each in the jail).
+
+    PATHs are files or folders [.]; folders are searched with --glob, skipping
+    hidden folders and files. Each program is reported valid, rejected (each
+    error with its rule, line and column) or run with its verdict, duration
+    and tool calls. Rejected programs never reach the jail.
+    """
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json and --format {fmt} disagree; pass one of them")
+    fmt = "json" if as_json else fmt or "text"
+    if output:
+        _output_folder(output)
+    loaded, resolved = _resolve(policy, kit, workspace)
+    values = _check_params(parse_params(params), resolved)
+    try:
+        programs = discover(paths, pattern)
+    except DiscoveryError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not programs and fmt != "json":
+        click.echo(f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})", err=True)
+    progress = _progress(len(programs), quiet=fmt == "json")
+    jail = None
+    if run and programs:
+        from lackjail.cli.run import open_jail
+
+        jail = open_jail(loaded, resolved, workspace, workers=2)
+    try:
+        checker = Gate(loaded, resolved, values, jail=jail)
+        if progress is None:
+            report = checker.run_all(programs)
+        else:
+            with progress:
+                task = progress.add_task("", total=len(programs))
+                report = checker.run_all(programs, on_done=lambda r: progress.update(
+                    task, advance=1, description=terminal_safe(r.name)))
+    finally:
+        if jail is not None:
+            jail.close()
+    text = render(report, fmt)
+    if output:
+        _write(output, text)
+        if fmt in ("junit", "sarif"):
+            click.echo(render(report, "text"), nl=False)
+    else:
+        click.echo(text, nl=False)
+    sys.exit(report.exit_code)

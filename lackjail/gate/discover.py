@@ -1,0 +1,124 @@
+"""Finding the programs a gate checks: explicit files, and files under folders matching a glob.
+
+The glob is matched against the path relative to the folder argument, with
+`/` separators: `*` and `?` stay inside one path segment, `**/` spans any
+number of folders (none included). Hidden folders and files (a name starting
+with `.`, like `.git` or `.venv`) are skipped while walking, and symlinked
+folders are not followed, so a walk cannot loop or leave the tree. A file
+named on the command line is always included, whatever the glob; `-` is a
+program read from stdin, reported as `<stdin>`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_GLOB = "**/*.lackpy"
+STDIN = "-"
+
+
+class DiscoveryError(ValueError):
+    """A path or glob that cannot be used; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """One program: its absolute path, and the name reports use.
+
+    The name is relative to the root with `/` separators, or absolute for a file outside the root.
+    """
+
+    path: str
+    name: str
+
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A regex for PATTERN over `/`-separated relative paths (see the module docstring)."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise DiscoveryError("the glob is empty; e.g. --glob '**/*.lackpy'")
+    if pattern.startswith("/") or "\\" in pattern or "\x00" in pattern:
+        raise DiscoveryError(f"glob {pattern!r} must be a relative pattern with '/' separators, e.g. 'src/**/*.lackpy'")
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]+/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                raise DiscoveryError(f"glob {pattern!r} has an unclosed '['")
+            body = pattern[i + 1:end]
+            negate = body.startswith("!")
+            body = re.escape(body[1:] if negate else body).replace(r"\-", "-")
+            out.append(f"[{'^/' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def _found(path: str, root: str) -> Found:
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Found(absolute, Path(absolute).as_posix())
+    return Found(absolute, Path(relative).as_posix())
+
+
+def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:
+    """The programs under PATHS (files or folders; default the current folder), sorted by name, no duplicates.
+
+    Names are relative to ROOT (default: the current folder) where the file lies below it.
+    """
+    regex = glob_regex(pattern)
+    root = os.path.abspath(root or os.getcwd())
+    found: dict[str, Found] = {}
+    for path in paths or ["."]:
+        if not isinstance(path, str) or not path or "\x00" in path:
+            raise DiscoveryError(f"path {path!r} is not usable; pass files or folders")
+        if path == STDIN:
+            found.setdefault(STDIN, Found(STDIN, "<stdin>"))
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise DiscoveryError(f"path {path!r} does not exist") from None
+        except OSError as exc:
+            raise DiscoveryError(f"cannot look at path {path!r}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(mode):
+            item = _found(path, root)
+            found.setdefault(item.path, item)
+        elif stat.S_ISDIR(mode):
+            for item in _walk(path, regex, root):
+                found.setdefault(item.path, item)
+        else:
+            raise DiscoveryError(f"path {path!r} is neither a file nor a folder")
+    return sorted(found.values(), key=lambda f: f.name)
+
+
+def _walk(folder: str, regex: re.Pattern, root: str):
+    def fail(exc):
+        raise DiscoveryError(f"cannot list folder {exc.filename!r}: {exc.strerror or exc}")
+
+    for current, dirs, files in os.walk(folder, onerror=fail, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.startswith("."):
+                continue
+            full = os.path.join(current, name)
+            if regex.fullmatch(Path(os.path.relpath(full, folder)).as_posix()):
+                yield _found(full, root)

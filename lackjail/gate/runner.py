@@ -1,0 +1,127 @@
+"""Checking programs for the gate: read, validate, and (with a jail) run each one once.
+
+Validation is the jail's own (the kit's names, the policy's size limit), so
+a program the gate passes is one `lackjail run` would accept; a rejected
+program never reaches the jail. Runs share one Jail, as many at once as it
+has workers.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from lackjail import lang
+from lackjail.gate.discover import STDIN, Found
+from lackjail.gate.report import GateReport, ProgramReport
+
+
+class Gate:
+    """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL when one is given."""
+
+    def __init__(self, policy, kit, params=None, jail=None, root=None):
+        self.policy = policy
+        self.kit = kit
+        self.params = dict(params or {})
+        self.jail = jail
+        self.root = os.path.abspath(root or os.getcwd())
+        self.limits = lang.Limits(max_source_bytes=policy.limits.program_bytes)
+
+    def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
+        """The validation report, and the source when it is valid (None otherwise)."""
+        started = time.perf_counter()
+        try:
+            source = read_program(program.path, self.limits.max_source_bytes)
+        except ReadError as exc:
+            return ProgramReport(program.name, "rejected", [{"message": str(exc), "rule": exc.rule}]), None
+        result = lang.validate(source, tools=tuple(self.kit.names), params=tuple(self.params), limits=self.limits)
+        report = ProgramReport(program.name, "valid" if result.valid else "rejected",
+                               [e.to_dict() for e in result.errors], _ms(started), calls=list(result.calls))
+        return report, source if result.valid else None
+
+    def execute(self, report: ProgramReport, source: bytes) -> ProgramReport:
+        """Run a valid program once in the jail and fold the result into its report."""
+        from lackjail.pool import PoolError
+
+        try:
+            result = self.jail.run(source, self.params)
+        except PoolError as exc:  # the pool could not lend a jail: the program was not judged, so it fails
+            report.ran, report.status = True, "error"
+            report.errors = [{"message": f"the jail could not run it: {exc}", "rule": "verdict/error"}]
+            return report
+        report.ran = result.status != "invalid"  # the jail refused the inputs (a parameter): nothing ran
+        report.status = result.status if report.ran else "rejected"
+        report.errors = [{**e, "rule": e.get("rule") or f"verdict/{result.status}"} for e in result.errors]
+        report.duration_ms = round(report.duration_ms + result.stats.get("wall_ms", 0.0), 3)
+        report.tool_calls = len(result.trace)
+        report.trace, report.output, report.value = result.trace, result.output, result.value
+        return report
+
+    def run_all(self, programs, on_done=None) -> GateReport:
+        """Check (and run) every program; ON_DONE(report) is called, in this thread, as each finishes."""
+        started = time.perf_counter()
+        reports: list[ProgramReport] = []
+        to_run = []
+        for program in programs:
+            report, source = self.check(program)
+            reports.append(report)
+            if source is not None and self.jail is not None:
+                to_run.append((report, source))
+            elif on_done:
+                on_done(report)
+        if to_run:
+            with ThreadPoolExecutor(max_workers=self.jail.pool.size, thread_name_prefix="lackjail-gate") as pool:
+                for future in as_completed([pool.submit(self.execute, r, s) for r, s in to_run]):
+                    done = future.result()
+                    if on_done:
+                        on_done(done)
+        return GateReport(reports, self.policy.name, self.kit.name, self.jail is not None, self.root,
+                          self.jail.isolation if self.jail is not None else "", _ms(started))
+
+
+class ReadError(Exception):
+    """A program file that cannot be judged; `rule` says why (read, or the size limit)."""
+
+    def __init__(self, message: str, rule: str = "read"):
+        super().__init__(message)
+        self.rule = rule
+
+
+def read_program(path: str, limit: int) -> bytes:
+    """The bytes of the regular file PATH ('-': stdin), at most LIMIT of them; FIFOs and devices are refused,
+    never block."""
+    if path == STDIN:
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise ReadError(f"the program is over {limit} bytes, the most the policy allows", rule="limit-source-bytes")
+        return data
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        raise ReadError(f"cannot read the program: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReadError("the program is not a regular file")
+        if info.st_size > limit:
+            raise ReadError(f"the program is {info.st_size} bytes; the policy allows at most {limit}",
+                            rule="limit-source-bytes")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)  # a file that grew past LIMIT meanwhile is rejected by the validator
+    except OSError as exc:
+        raise ReadError(f"cannot read the program: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,79 @@
+"""Helpers for the gate tests: a fixture tree of valid, rejected and failing programs; SARIF checks."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((Path(__file__).with_name("sarif-schema-2.1.0.json")).read_text())
+
+# name -> (source, status without --run, status with --run under the kit `files` and tree policy)
+PROGRAMS = {
+    "ok/sum.lackpy": ("total = sum([1, 2, 3])\nprint('total', total)\ntotal\n", "valid", "ok"),
+    "ok/read.lackpy": ("text = read_file('data.txt')\nlen(text)\n", "valid", "ok"),
+    "bad/imports.lackpy": ("import os\nx = eval('1')\n", "rejected", "rejected"),
+    "bad/syntax.lackpy": ("x = (1,\n", "rejected", "rejected"),
+    "fail/divide.lackpy": ("y = 2\nx = y / 0\n", "valid", "error"),
+    "fail/write.lackpy": ("write_file('out.txt', 'x')\n", "valid", "denied"),
+    "fail/slow.lackpy": ("n = 0\nfor i in range(1000000000):\n    n = n + i\nn\n", "valid", "timeout"),
+}
+POLICY = """\
+# the ci policy with a short wall clock, so the timeout case is quick
+name = "tree"
+isolation = "nsjail"
+[limits]
+wall_s = 1.0
+cpu_s = 1
+[pool]
+mode = "fresh"
+[tools]
+workspace_writable = false
+"""
+
+
+def make_tree(root: Path) -> Path:
+    for name, (source, _, _) in PROGRAMS.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    (root / "data.txt").write_text("hello")
+    (root / "notes.txt").write_text("not a program")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "skipped.lackpy").write_text("import os\n")
+    (root / "tree-policy.toml").write_text(POLICY)
+    return root
+
+
+def cli_env(**extra) -> dict:
+    """The environment for `python -m lackjail.cli`: this checkout first on the path."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def lackjail(*args, cwd, stdin=None):
+    """`python -m lackjail.cli ARGS` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "lackjail.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=180, cwd=cwd, env=cli_env())
+
+
+def check_sarif(log: dict) -> None:
+    """Valid SARIF 2.1.0, plus what GitHub code scanning needs beyond the schema."""
+    jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER).validate(log)
+    [run] = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    ids = [r["id"] for r in rules]
+    assert len(ids) == len(set(ids))
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base.startswith("file:///") and base.endswith("/")
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        [location] = result["locations"]
+        artifact = location["physicalLocation"]["artifactLocation"]
+        assert "\\" not in artifact["uri"]
+        if "uriBaseId" in artifact:
+            assert artifact["uriBaseId"] == "%SRCROOT%" and not artifact["uri"].startswith(("/", "file:"))
+        assert location["physicalLocation"]["region"]["startLine"] >= 1

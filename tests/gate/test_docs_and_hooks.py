@@ -1,0 +1,44 @@
+"""The pre-commit hooks and the documented commands use options the gate really has."""
+
+import re
+import shlex
+
+import pytest
+from gate_support import ROOT
+
+from lackjail.cli.gate import gate
+
+DOC = (ROOT / "docs" / "ci-gate.md").read_text()
+
+
+def gate_command_lines():
+    """Every `lackjail gate ...` invocation in the doc's code blocks, as argument lists."""
+    commands = []
+    for line in DOC.splitlines():
+        found = re.search(r'lackjail"?\)?"? gate(?P<args>( .*)?)$', line)
+        if found and not line.lstrip().startswith("|"):
+            args = shlex.split(found.group("args").split("#")[0].split("<")[0])
+            commands.append(args)
+    return commands
+
+
+def test_the_doc_shows_gate_commands():
+    assert len(gate_command_lines()) >= 5
+
+
+@pytest.mark.parametrize("args", gate_command_lines())
+def test_documented_commands_parse(args):
+    gate.make_context("gate", list(args))  # raises on an unknown option or a bad choice
+
+
+def test_pre_commit_hooks():
+    yaml = pytest.importorskip("yaml")
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"lackjail-gate", "lackjail-gate-run"}
+    for hook in hooks.values():
+        command = shlex.split(hook["entry"])
+        assert command[:2] == ["lackjail", "gate"] and hook["language"] == "python"
+        gate.make_context("gate", command[2:] + ["x.lackpy"])
+        assert re.search(hook["files"], "agents/task.lackpy") and not re.search(hook["files"], "task.lackpy.md")
+        assert hook["require_serial"] is True  # one gate, one jail pool, for all the files
+    assert "--run" in hooks["lackjail-gate-run"]["entry"] and "--run" not in hooks["lackjail-gate"]["entry"]
