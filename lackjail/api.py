@@ -162,7 +162,7 @@ class Jail:
         bad = _param_errors(params, reserved)
         if bad:
             return _invalid(bad, self.isolation, mode)
-        source = program.decode("utf-8") if isinstance(program, bytes) else program
+        source = lang.decode_source(program)  # exactly the text the validator checked
         session = None
         if self.kit is not None:
             session = self.kit.session(self.policy, self.workspace, approve=approve or self.approve,

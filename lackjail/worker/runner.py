@@ -221,7 +221,7 @@ def run_one(channel, msg, limits):
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            tree = ast.parse(msg["src"], FILENAME)
+            tree = ast.parse(lang.decode_source(msg["src"]), FILENAME)
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = tree.body[-1]
                 tree.body[-1] = ast.Assign(

@@ -1,0 +1,278 @@
+"""Fuzzing the validator: it never raises, answers quickly, and whatever it accepts obeys the language.
+
+The invariants are checked by a naive, independent checker (ast.walk over a
+freshly parsed tree, with its own statement of the rules), never by the
+validator's own code. Budget: LACKJAIL_FUZZ_EXAMPLES examples per test.
+"""
+
+import ast
+import io
+import os
+import time
+import tokenize
+
+import hypothesmith
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from lackjail.lang import ValidationResult, validate
+
+EXAMPLES = int(os.environ.get("LACKJAIL_FUZZ_EXAMPLES", "200"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# hypothesmith spends 0.1-0.5 s making each example: those suites take a share of the budget.
+SLOW_FUZZ = settings(FUZZ, max_examples=max(10, EXAMPLES // 4))
+TIME_BOUND = 1.0  # seconds per validate() call
+
+TOOLS = ("read_file", "fs")
+PARAMS = ("path",)
+
+# The language, restated independently of lackjail.lang.grammar.
+ALLOWED_NODES = {
+    "Module", "Expr", "Assign", "AugAssign", "For", "If", "Call", "Name", "Attribute", "Subscript", "List",
+    "Dict", "Tuple", "Set", "ListComp", "DictComp", "SetComp", "Compare", "BoolOp", "UnaryOp", "BinOp",
+    "JoinedStr", "FormattedValue", "Constant", "Starred", "Slice", "comprehension", "IfExp", "keyword",
+    "Lambda", "arguments", "arg", "Load", "Store",
+    "Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Not", "USub", "UAdd", "And", "Or",
+    "Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "Is", "IsNot", "In", "NotIn",
+}
+BUILTINS = {"len", "sorted", "reversed", "enumerate", "zip", "range", "min", "max", "sum", "any", "all", "abs",
+            "round", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "isinstance", "print"}
+CALLABLE = BUILTINS | set(TOOLS) | set(PARAMS)
+DANGEROUS = {"eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "globals", "locals",
+             "vars", "dir", "type", "object", "breakpoint", "input", "super", "id", "iter", "next", "chr", "ord",
+             "format", "bytes", "bytearray", "memoryview", "exit", "quit", "help"}
+BAD_ATTRIBUTE_PREFIXES = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
+
+
+def assert_obeys_language(source):
+    """The naive checker: walk a fresh parse of an accepted program and check every rule."""
+    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    text = text.removeprefix("\ufeff")
+    assert "\x00" not in text
+    tree = ast.parse(text)
+    key_lambdas = set()
+    for node in ast.walk(tree):
+        assert type(node).__name__ in ALLOWED_NODES, ast.dump(node)
+        if isinstance(node, ast.Attribute):
+            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in ("format", "format_map",
+                                                                                           "mro")
+            assert not isinstance(node.ctx, ast.Store)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                assert "__" not in node.value
+            elif isinstance(node.value, bytes):
+                assert b"__" not in node.value
+            elif type(node.value) is int:
+                assert len(str(node.value)) <= 100
+        elif isinstance(node, ast.Call):
+            func = node.func
+            assert isinstance(func, ast.Attribute) or (isinstance(func, ast.Name) and func.id in CALLABLE)
+            key_lambdas.update(id(kw.value) for kw in node.keywords if kw.arg == "key")
+            owner = func.value if isinstance(func, ast.Attribute) else func
+            to_tool = isinstance(owner, ast.Name) and owner.id in TOOLS
+            for kw in node.keywords:
+                if kw.arg is None:  # **mapping: only dict() and tools, never a key= in disguise
+                    assert to_tool or (isinstance(func, ast.Name) and func.id == "dict")
+                elif kw.arg == "key" and not to_tool:
+                    assert isinstance(kw.value, ast.Lambda) or (isinstance(kw.value, ast.Name)
+                                                                and kw.value.id in CALLABLE)
+        elif isinstance(node, ast.Name):
+            assert node.id not in DANGEROUS and not node.id.startswith("__")
+            if isinstance(node.ctx, ast.Store):
+                assert node.id not in CALLABLE
+        elif isinstance(node, ast.arg):
+            assert node.arg not in CALLABLE and node.arg not in DANGEROUS
+        elif isinstance(node, ast.For):
+            assert isinstance(node.iter, (ast.Call, ast.Name))
+        elif isinstance(node, ast.comprehension):
+            assert not node.is_async
+    assert {id(n) for n in ast.walk(tree) if isinstance(n, ast.Lambda)} <= key_lambdas
+    lines = text.replace("\r\n", "\n").replace("\r", "\n")  # the parser's universal newlines
+    for token in tokenize.generate_tokens(io.StringIO(lines).readline):
+        if token.type == tokenize.NAME:
+            assert token.string.isascii(), token
+
+
+def checked(source) -> ValidationResult:
+    """Validate SOURCE: no exception, within the time bound, a coherent result; check what it accepts."""
+    started = time.perf_counter()
+    result = validate(source, tools=TOOLS, params=PARAMS)
+    assert time.perf_counter() - started < TIME_BOUND
+    assert isinstance(result, ValidationResult)
+    assert result.valid == (not result.errors)
+    assert not [e for e in result.errors if e.rule == "internal"], result.errors
+    for error in result.errors:
+        assert isinstance(error.message, str) and error.message
+        assert error.line is None or error.line >= 1
+        assert error.col is None or error.col >= 0
+    if result.valid:
+        assert_obeys_language(source)
+        assert set(result.calls) <= CALLABLE | {c for c in result.calls if c.startswith("fs.")}
+    return result
+
+
+@FUZZ
+@given(st.text())
+def test_arbitrary_text(source):
+    checked(source)
+
+
+@FUZZ
+@given(st.binary())
+def test_arbitrary_bytes(source):
+    checked(source)
+
+
+@SLOW_FUZZ
+@given(hypothesmith.from_grammar())
+def test_generated_python_from_grammar(source):
+    checked(source)
+
+
+@SLOW_FUZZ
+@given(hypothesmith.from_node())
+def test_generated_python_from_nodes(source):
+    checked(source)
+
+
+# A generator of lackpy-looking programs, mostly made of allowed pieces with
+# forbidden ones mixed in, so that many are accepted and the invariants are exercised.
+GOOD_NAMES = ["x", "y", "_", "path", "words"]
+BAD_NAMES = ["read_file", "fs", "len", "print", "eval", "getattr", "type", "vars", "chr", "format",
+             "__import__", "__builtins__", "ｅｖａｌ", "𝐥𝐞𝐧", "café"]
+CALLEES = ["len", "sorted", "print", "str", "range", "read_file", "fs.read", "path", "x", "eval", "ｌｅｎ"]
+GOOD_ATTRIBUTES = ["upper", "split", "append", "items", "get", "decode"]
+BAD_ATTRIBUTES = ["format", "format_map", "mro", "__class__", "__self__", "_x", "gi_frame", "f_globals",
+                  "tb_frame", "co_code", "ｆormat"]
+GOOD_CONSTANTS = ["1", "0", "-2", "1.5", "None", "True", "'a'", "'_'", "b'x'", "'%c'", "...", "f'{x}'"]
+BAD_CONSTANTS = ["'__'", "'_' '_'", "'\\x5f\\x5f'", "b'__'", "'{0.__class__}'", "9" * 101, "f'{x:__}'"]
+GOOD_BINARY = ["+", "-", "*", "/", "//", "%", "and", "or", "==", "<", "in", "is not"]
+BAD_BINARY = ["**", "|", "&", "^", "<<", "@"]
+
+
+def rarely(good, bad):
+    """Draw from strategy GOOD nine times in ten, else from BAD."""
+    return st.sampled_from([False] * 9 + [True]).flatmap(lambda is_bad: bad if is_bad else good)
+
+
+def mostly(good, bad):
+    """Draw from the list GOOD nine times in ten, else from BAD."""
+    return rarely(st.sampled_from(good), st.sampled_from(bad))
+
+
+NAMES = mostly(GOOD_NAMES, BAD_NAMES)
+ATTRIBUTES = mostly(GOOD_ATTRIBUTES, BAD_ATTRIBUTES)
+
+
+def _expressions():
+    leaves = st.one_of(NAMES, mostly(GOOD_CONSTANTS, BAD_CONSTANTS))
+
+    def extend(inner):
+        pair = st.tuples(inner, inner)
+        return rarely(allowed(inner, pair), st.one_of(  # constructs that are always rejected
+            inner.map(lambda e: f"(lambda: {e})"),
+            inner.map(lambda e: f"({e} for a in b)"),
+            inner.map(lambda e: f"(y := {e})"),
+        ))
+
+    def allowed(inner, pair):
+        return st.one_of(
+            st.tuples(inner, mostly(GOOD_BINARY, BAD_BINARY), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, ATTRIBUTES).map(lambda t: f"({t[0]}).{t[1]}"),
+            st.tuples(st.sampled_from(CALLEES), st.lists(inner, max_size=3)).map(
+                lambda t: f"{t[0]}({', '.join(t[1])})"),
+            st.tuples(inner, ATTRIBUTES, inner).map(lambda t: f"({t[0]}).{t[1]}({t[2]})"),
+            st.tuples(inner, mostly(["a", "_"], BAD_NAMES), inner).map(
+                lambda t: f"sorted({t[0]}, key=lambda {t[1]}: {t[2]})"),
+            st.tuples(inner, inner).map(lambda t: f"max({t[0]}, key={t[1]})"),
+            st.tuples(st.sampled_from(["dict", "sorted", "read_file", "x.get"]), inner).map(
+                lambda t: f"{t[0]}(**{{'key': {t[1]}}})"),
+            st.tuples(inner, st.sampled_from(["len", "str", "read_file"])).map(lambda t: f"min({t[0]}, key={t[1]})"),
+            st.lists(inner, max_size=3).map(lambda es: f"[{', '.join(es)}]"),
+            pair.map(lambda t: f"{{{t[0]}: {t[1]}}}"),
+            pair.map(lambda t: f"({t[0]})[{t[1]}]"),
+            st.tuples(inner, mostly(["a", "_"], BAD_NAMES), inner, inner).map(
+                lambda t: f"[{t[0]} for {t[1]} in {t[2]} if {t[3]}]"),
+            inner.map(lambda e: f"f'{{{e}}}'"),
+            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+            st.tuples(mostly(["-", "not "], ["~"]), inner).map(lambda t: f"({t[0]}{t[1]})"),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+def _statements(expr):
+    targets = mostly(["x", "y", "_", "words", "a, *b", "d['k']"], ["path", "len", "read_file", "fs", "x.y"])
+    simple = st.one_of(
+        st.tuples(targets, expr).map(lambda t: f"{t[0]} = {t[1]}"),
+        st.tuples(targets, mostly(["+=", "-="], ["**=", "|="]), expr).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
+        expr,
+    )
+    return rarely(st.one_of(
+        simple, simple,
+        st.tuples(targets, st.one_of(NAMES, expr), simple).map(lambda t: f"for {t[0]} in {t[1]}:\n    {t[2]}"),
+        st.tuples(expr, simple, simple).map(lambda t: f"if {t[0]}:\n    {t[1]}\nelse:\n    {t[2]}"),
+    ), st.one_of(
+        st.sampled_from(["import os", "del x", "pass", "global x", "x: int = 1"]),
+        st.tuples(expr, simple).map(lambda t: f"while {t[0]}:\n    {t[1]}"),
+    ))
+
+
+PROGRAMS = st.lists(_statements(_expressions()), min_size=1, max_size=4).map("\n".join)
+
+
+@FUZZ
+@given(PROGRAMS)
+def test_generated_lackpy_like_programs(source):
+    result = checked(source)
+    # Non-ASCII text outside identifiers changes nothing (it switches on the source-byte checks).
+    assert checked(source + "\n# é ｅｖａｌ").valid == result.valid
+
+
+def test_the_program_generator_reaches_accepted_programs():
+    # Otherwise the invariant checks above would be vacuous.
+    found = find(PROGRAMS, lambda s: validate(s, tools=TOOLS, params=PARAMS).valid and "key=lambda" in s,
+                 settings=settings(max_examples=5000, deadline=None, database=None))
+    assert_obeys_language(found)
+
+
+ESCAPES = [
+    "u = '_' * 2\n('{0.' + u + 'globals' + u + '}').format(read_file)",
+    "().__class__.__bases__[0].__subclasses__()",
+    "len = read_file\nlen(path)",
+    "len = str.mro()[-1]\nlen()",
+    "x = sorted([path], key=[read_file][0])",
+    "x = b'{0.__self__}'.decode()",
+    "ｅｖａｌ('1')",
+    "x = (a for a in [1]).gi_frame.f_back.f_globals",
+    "f = lambda: 1",
+    "for a in [1, 2]:\n    x = a",
+    "x = [[[[[[[[[1 for a in b] for a in b] for a in b] for a in b] for a in b] for a in b] for a in b] for a in b]"
+    " for a in b]",
+    "x = " + "-" * 300 + "1",
+    "x = 1\ny = x.upper()\nz = sorted([y], key=lambda v: len(v))\nprint(f'{z!r:>10}')",
+]
+
+
+@st.composite
+def mutated_escapes(draw):
+    """A known escape with a few characters inserted, deleted or replaced."""
+    text = draw(st.sampled_from(ESCAPES))
+    alphabet = st.sampled_from(list("_.()[]'\"{}:=,+*-\n #\\ab0xyｅ\x00") + ["__", "eval", "format", "lambda "])
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        piece = draw(alphabet)
+        if action == "insert":
+            text = text[:at] + piece + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + 1:]
+        else:
+            text = text[:at] + piece + text[at + 1:]
+    return text
+
+
+@FUZZ
+@given(mutated_escapes(), st.booleans())
+def test_mutated_escapes(source, as_bytes):
+    checked(source.encode("utf-8", "surrogatepass") if as_bytes else source)

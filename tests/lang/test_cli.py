@@ -1,0 +1,102 @@
+"""`lackjail check` and `lackjail spec`: output, exit codes, unreadable files."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from lackjail.cli.check import check, spec
+
+
+@pytest.fixture
+def files(tmp_path):
+    good = tmp_path / "good.lackpy"
+    good.write_text("x = read_file(path)\nlen(x)\n")
+    bad = tmp_path / "bad.lackpy"
+    bad.write_text("x = 1\ny = x.__class__\n")
+    return good, bad
+
+
+def run(command, args, stdin=None):
+    return CliRunner().invoke(command, args, input=stdin)
+
+
+def test_valid_files_exit_zero(files):
+    good, _ = files
+    result = run(check, ["--kit", "read_file", "--param", "path", str(good)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+
+
+def test_errors_print_file_line_col_and_exit_two(files):
+    good, bad = files
+    result = run(check, [str(good), str(bad), "--param", "path"])
+    assert result.exit_code == 2
+    assert result.stdout.splitlines() == [
+        f"{good}:1:5: 'read_file' is not a tool, an allowed builtin or a parameter",
+        f"{bad}:2:7: attribute '.__class__' is not allowed: attribute names must not start with '_'",
+    ]
+
+
+def test_kit_and_params(files):
+    good, _ = files
+    assert run(check, ["--kit", "other,read_file", "--param", "path", str(good)]).exit_code == 0
+    assert run(check, ["--kit", "other", "--param", "path", str(good)]).exit_code == 2
+
+
+def test_stdin():
+    assert run(check, ["-"], stdin="x = len([1])\nx\n").exit_code == 0
+    result = run(check, ["-"], stdin="eval('1')\n")
+    assert result.exit_code == 2
+    assert result.stdout == "<stdin>:1:1: 'eval' is a forbidden name in lackpy\n"
+
+
+def test_json(files):
+    good, bad = files
+    result = run(check, ["--json", "--kit", "read_file", "--param", "path", str(good), str(bad)])
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["valid"] is False
+    assert [f["valid"] for f in data["files"]] == [True, False]
+    assert data["files"][0]["calls"] == ["len", "read_file"]
+    assert data["files"][1]["errors"] == [{"message": "attribute '.__class__' is not allowed: attribute names "
+                                           "must not start with '_'", "rule": "dunder-attribute",
+                                           "line": 2, "col": 6}]
+
+
+def test_unreadable_file_is_reported_and_others_still_checked(files, tmp_path):
+    good, _ = files
+    missing = tmp_path / "missing.lackpy"
+    result = run(check, ["--kit", "read_file", "--param", "path", str(missing), str(good)])
+    assert result.exit_code == 2
+    assert "cannot read" in result.stderr and "Traceback" not in result.output
+    data = json.loads(run(check, ["--json", str(missing)]).stdout)
+    assert data["files"][0]["errors"][0]["rule"] == "read"
+
+
+def test_binary_garbage_is_a_rejection_not_a_crash(tmp_path):
+    junk = tmp_path / "junk.lackpy"
+    junk.write_bytes(b"\xff\xfe\x00garbage")
+    result = run(check, [str(junk)])
+    assert result.exit_code == 2
+    assert not isinstance(result.exception, Exception)  # SystemExit(2) only
+    assert f"{junk}:1:1:" in result.stdout
+
+
+def test_no_files_is_a_usage_error():
+    assert run(check, []).exit_code == 2
+
+
+def test_spec_text_and_json():
+    text = run(spec, [])
+    assert text.exit_code == 0 and "Builtins:" in text.stdout and "format-attribute" in text.stdout
+    data = json.loads(run(spec, ["--json"]).stdout)
+    assert data["language"] == "lackpy" and "len" in data["builtins"]
+
+
+def test_commands_are_in_the_group():
+    from lackjail.cli import cli
+
+    assert run(cli, ["check", "-"], "x = 1\n").exit_code == 0
+    assert run(cli, ["check", "-"], "import os\n").exit_code == 2
+    assert run(cli, ["spec", "--json"]).exit_code == 0

@@ -1,0 +1,93 @@
+"""The caps: each is exact at its edge, and programs the defaults accept compile without crashing."""
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from lackjail.lang import Limits, validate
+
+
+def test_defaults():
+    limits = Limits()
+    assert limits.max_source_bytes == 64 * 1024
+    assert limits.max_int_digits == 100
+    assert 1 <= limits.max_comprehension_depth <= 10  # well below the ~21 that crashes compile()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        limits.max_depth = 5
+
+
+@pytest.mark.parametrize("field, at_limit, over_limit", [
+    ("max_source_bytes", "x = 1", "x = 12"),
+    ("max_literal_len", "x = 'abc'", "x = 'abcd'"),
+    ("max_literal_len", "x = [1, 2, 3]", "x = [1, 2, 3, 4]"),
+    ("max_int_digits", "x = 999", "x = 1000"),
+    ("max_comprehension_depth", "x = [[a for a in b] for b in c]", "x = [[[a for a in b] for b in c] for c in d]"),
+])
+def test_edge_of_each_cap(field, at_limit, over_limit):
+    value = {"max_source_bytes": 5, "max_literal_len": 3, "max_int_digits": 3, "max_comprehension_depth": 2}[field]
+    limits = Limits(**{field: value})
+    assert validate(at_limit, limits=limits).valid
+    result = validate(over_limit, limits=limits)
+    assert not result.valid
+    assert str(value) in result.errors[0].message  # the message names the limit
+
+
+def test_node_and_depth_caps_name_their_limit():
+    nodes = validate("x = [1, 2, 3]", limits=Limits(max_nodes=6))  # Module Assign Name List Constant*3
+    assert [e.rule for e in nodes.errors] == ["limit-nodes"] and "6" in nodes.errors[0].message
+    assert validate("x = [1, 2, 3]", limits=Limits(max_nodes=7)).valid
+    depth = validate("x = -(-(-1))", limits=Limits(max_depth=4))
+    assert [e.rule for e in depth.errors] == ["limit-depth"] and "4" in depth.errors[0].message
+    assert validate("x = -(-(-1))", limits=Limits(max_depth=6)).valid
+
+
+def test_walk_stops_at_the_first_size_cap():
+    result = validate("x = [" + "a, " * 50 + "]", limits=Limits(max_nodes=20))
+    assert [e.rule for e in result.errors] == ["limit-nodes"]
+
+
+def _deepest(make, limit=300):
+    """The largest n for which make(n) is still accepted under the default limits."""
+    best = None
+    for n in range(1, limit):
+        if not validate(make(n)).valid:
+            break
+        best = make(n)
+    assert best is not None
+    return best
+
+
+SHAPES = {
+    "list comprehensions in elt": lambda n: "x = " + "[" * n + "1" + " for a in b]" * n,
+    "comprehensions in iter": lambda n: "x = " + "[a for a in " * n + "b" + "]" * n,
+    "key lambdas": lambda n: "x = " + "sorted(a, key=lambda a: " * n + "a" + ")" * n,
+    "dict comprehensions": lambda n: "x = " + "{a: " * n + "1" + " for a in b}" * n,
+    "sums": lambda n: "x = " + "+".join(["1"] * n),
+    "calls": lambda n: "x = " + "len(" * n + "1" + ")" * n,
+    "attributes": lambda n: "x = a" + ".b" * n,
+    "unary": lambda n: "x = " + "-" * n + "1",
+    "conditionals": lambda n: "x = " + "1 if a else " * n + "1",
+    "blocks": lambda n: "".join(" " * i + "if x:\n" for i in range(n)) + " " * n + "y = 1\n",
+}
+
+
+@pytest.mark.slow
+def test_programs_at_the_limits_compile_without_crashing():
+    # Compiling is the jail's job; this checks the default caps keep it safe.
+    programs = [_deepest(make) for make in SHAPES.values()]
+    code = "import sys\nfor p in sys.stdin.read().split('\\0'):\n    compile(p, '<p>', 'exec')\nprint('ok')"
+    done = subprocess.run([sys.executable, "-c", code], input="\0".join(programs), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info[:3] != (3, 12, 1), reason="documents a CPython 3.12.1 crash")
+def test_why_comprehension_nesting_has_its_own_cap():
+    program = "x = " + "[" * 21 + "1" + " for a in b]" * 21
+    assert not validate(program).valid
+    done = subprocess.run([sys.executable, "-c", f"compile({program!r}, '<p>', 'exec')"],
+                          capture_output=True, timeout=120)
+    assert done.returncode < 0  # killed by a signal (SIGSEGV)
