@@ -112,9 +112,13 @@ def kit_dirs(workspace) -> list[tuple[str, Path]]:
 def find_kit(name: str, workspace) -> Path | None:
     """The file of the kit NAME: the workspace's own, else the bundled one, else None."""
     check_kit_name(name)
-    for _, folder in kit_dirs(workspace):
+    for source, folder in kit_dirs(workspace):
         path = folder / f"{name}.kit"
         if os.path.lexists(path):  # not is_file(): a kit that is a FIFO or a device must fail loudly, not vanish
+            root = os.path.realpath(workspace)
+            if source == "workspace" and os.path.commonpath([root, os.path.realpath(path)]) != root:
+                # its parse errors would quote the outside file
+                raise KitError(f"kit file {path} leads outside the workspace; kit files must live in it")
             return path
     return None
 

@@ -178,3 +178,16 @@ def test_commit_rechecks_confinement(session_for, ws, outside):
         s.commit()
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert no_temp_files(ws) and no_temp_files(outside)
+
+
+def test_workspace_kit_file_symlinked_outside_is_refused(tmp_path):
+    from lackjail.kit import KitError, resolve_kit
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET line that a parse error would quote\n")
+    kits = tmp_path / "ws" / ".lackjail" / "kits"
+    kits.mkdir(parents=True)
+    (kits / "evil.kit").symlink_to(secret)
+    with pytest.raises(KitError, match="leads outside the workspace") as info:
+        resolve_kit("evil", workspace=tmp_path / "ws")
+    assert "TOPSECRET" not in str(info.value)

@@ -120,8 +120,11 @@ def test_unreadable_kit_files(ws):
         resolve_kit("huge", workspace=ws)
     folder = ws / ".lackjail" / "kits"
     os.symlink("/dev/zero", folder / "zero.kit")
-    with pytest.raises(KitError, match="not a regular file"):
+    with pytest.raises(KitError, match="leads outside the workspace"):
         resolve_kit("zero", workspace=ws)
+    os.mkfifo(folder / "fifo.kit")
+    with pytest.raises(KitError, match="not a regular file"):
+        resolve_kit("fifo", workspace=ws)
 
 
 @pytest.mark.parametrize("spec, words", [
