@@ -59,8 +59,11 @@ def _invalid(errors, isolation="", mode="") -> Result:
                   stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0})
 
 
-def _param_errors(params: dict, reserved: set) -> list:
-    """Parameters become top-level names: each must be an identifier the program may use."""
+def param_errors(params: dict, reserved) -> list:
+    """Parameters become top-level names: each must be an identifier the program may use.
+
+    RESERVED: the builtins and tool names a parameter must not hide. Returns [{message}].
+    """
     errors = []
     for name, value in params.items():
         if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
@@ -68,7 +71,7 @@ def _param_errors(params: dict, reserved: set) -> list:
         elif name.startswith("_"):
             errors.append({"message": f"parameter name {name!r} must not start with '_'"})
         elif name in reserved:
-            errors.append({"message": f"parameter {name!r} would hide a builtin or tool of the same name; rename it"})
+            errors.append({"message": f"parameter {name!r} would hide the builtin or tool of that name; rename it"})
         elif not _plain(value):
             errors.append({"message": f"parameter {name!r} must be plain data (None/bool/int/float/str/bytes/list/dict)"})
     return errors
@@ -159,7 +162,7 @@ class Jail:
         if not check.valid:
             return _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
         reserved = set(lang.ALLOWED_BUILTINS) | set(self._names())
-        bad = _param_errors(params, reserved)
+        bad = param_errors(params, reserved)
         if bad:
             return _invalid(bad, self.isolation, mode)
         source = lang.decode_source(program)  # exactly the text the validator checked

@@ -1,6 +1,5 @@
 """`lackjail gate`: the CI gate over many program files, with text, JSON, JUnit and SARIF reports."""
 
-import keyword
 import os
 import sys
 import tempfile
@@ -31,16 +30,13 @@ def _resolve(policy, kit, workspace):
 
 
 def _check_params(values: dict, kit) -> dict:
-    """Parameter names the jail would refuse, refused here once instead of once per program."""
+    """Parameters the jail would refuse, refused here once instead of once per program."""
+    from lackjail.api import param_errors
     from lackjail.lang import ALLOWED_BUILTINS
 
-    for name in values:
-        if not (name.isidentifier() and name.isascii()) or keyword.iskeyword(name) or name.startswith("_"):
-            raise click.BadParameter(f"{name!r} is not a parameter name; use an ASCII identifier not starting "
-                                     "with '_'", param_hint="--param")
-        if name in ALLOWED_BUILTINS or name in kit.names:
-            raise click.BadParameter(f"{name!r} would hide the builtin or tool of that name; rename it",
-                                     param_hint="--param")
+    errors = param_errors(values, set(ALLOWED_BUILTINS) | set(kit.names))
+    if errors:
+        raise click.BadParameter(errors[0]["message"], param_hint="--param")
     return values
 
 
