@@ -143,7 +143,7 @@ def test_no_programs_is_said_and_passes(tmp_path, monkeypatch):
     (["--glob", "[ab"], "unclosed"),
     (["--json", "--format", "sarif"], "--json and --format sarif disagree"),
     (["--output", "missing/r.sarif"], "does not exist"),
-    (["--param", "_x=1"], "'_x' is not a parameter name"),
+    (["--param", "_x=1"], "parameter name '_x' must not start with '_'"),
     (["--param", "noequals"], "is not NAME=VALUE"),
     (["--param", "len=3"], "would hide the builtin"),
     (["--kit", "files", "--param", "read_file=x"], "would hide the builtin or tool"),
