@@ -2,9 +2,10 @@
 
 import os
 import sys
-import tempfile
 
 import click
+
+from lackjail.atomicfile import write_text_atomic
 
 from lackjail.cli.common import parse_params
 from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
@@ -51,15 +52,8 @@ def _output_folder(output):
 def _write(output: str, text: str) -> None:
     """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI)."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=_output_folder(output), prefix=".lackjail-gate-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, output)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        _output_folder(output)
+        write_text_atomic(output, text)
     except OSError as exc:
         raise click.BadParameter(f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output") from None
 

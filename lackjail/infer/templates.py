@@ -16,10 +16,11 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lackjail.atomicfile import write_text_atomic
 
 TEMPLATES_DIR = Path(".lackjail") / "templates"
 SUFFIX = ".tmpl"
@@ -308,20 +309,8 @@ class TemplateStore:
 
     def _write(self, template: Template, replace: bool) -> None:
         """Write via a temporary file: readers see the old file or the new one, never half of one."""
-        fd, tmp = tempfile.mkstemp(prefix=f".{template.name}.", suffix=".tmp", dir=self.directory)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(template.render())
-                fh.flush()
-                os.fsync(fh.fileno())
-            if replace:
-                os.replace(tmp, template.path)
-            else:
-                try:
-                    os.link(tmp, template.path)  # fails if it exists: no check-then-write race
-                except FileExistsError:
-                    raise TemplateError(f"template {template.name!r} exists at {template.path}; "
-                                        f"pass --force to replace it") from None
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            write_text_atomic(template.path, template.render(), replace=replace)
+        except FileExistsError:
+            raise TemplateError(f"template {template.name!r} exists at {template.path}; "
+                                f"pass --force to replace it") from None

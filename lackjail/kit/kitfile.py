@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from lackjail.kit.confine import read_regular, show
+from lackjail.atomicfile import write_text_atomic
 from lackjail.kit.errors import KitError, ToolError
 from lackjail.kit.spec import TOOL_NAME_RE
 
@@ -163,15 +163,7 @@ def write_kit(workspace, name: str, text: str, force: bool = False) -> Path:
         raise KitError(f"kit file {path} exists; pass --force to replace it")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kit-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_text_atomic(path, text)
     except OSError as exc:
         raise KitError(f"cannot write kit file {show(str(path))}: {exc.strerror or exc}") from None
     return path

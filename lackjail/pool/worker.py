@@ -241,19 +241,19 @@ class Worker:
         self.gen = None
         self.runs += 1
         self.child_runs += 1
-        deadline = time.monotonic() + wall_s
+        deadline = until = time.monotonic() + wall_s
         output_budget = self.limits["output_bytes"] + 65536
         cancelled = False
         try:
             self._write(self.run_in, protocol.encode(run), deadline)
             while True:
-                item = self._next(deadline if not cancelled else cancel_deadline, ("output", "call", "result"))
+                item = self._next(until, ("output", "call", "result"))
                 if item is None:
                     if cancelled:  # the zygote did not kill its child in time: end the jail
                         self.kill()
                         return Outcome("timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True)
                     self.send_ctrl({"t": "cancel", "gen": gen})
-                    cancelled, cancel_deadline = True, time.monotonic() + kill_grace
+                    cancelled, until = True, time.monotonic() + kill_grace
                     continue
                 channel, frame = item
                 kind = frame["t"]
