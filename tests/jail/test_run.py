@@ -2,7 +2,6 @@
 
 import asyncio
 
-import pytest
 
 from lackjail.api import AsyncJail
 
