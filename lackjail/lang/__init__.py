@@ -10,11 +10,11 @@ from .grammar import ALLOWED_BUILTINS, FORBIDDEN_NAMES
 from .limits import Limits
 from .source import decode_source
 from .spec import spec
-from .validator import check, validate
+from .validator import check, validate, validate_tree
 
 SPEC = spec()
 
 __all__ = [
     "ALLOWED_BUILTINS", "FORBIDDEN_NAMES", "Limits", "SPEC", "ValidationError", "ValidationResult",
-    "check", "decode_source", "rules", "spec", "validate",
+    "check", "decode_source", "rules", "spec", "validate", "validate_tree",
 ]

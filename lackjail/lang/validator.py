@@ -558,23 +558,32 @@ def validate(source, *, tools=(), params=(), rules=(), limits: Limits | None = N
     allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
     the names the caller injects; RULES extra callables that tighten the check.
     """
+    return validate_tree(source, tools=tools, params=params, rules=rules, limits=limits)[0]
+
+
+def validate_tree(source, *, tools=(), params=(), rules=(), limits: Limits | None = None):
+    """validate(), and the module AST it checked when valid (else None).
+
+    The jail compiles that very tree: no second parse, and nothing but what
+    was checked.
+    """
     if limits is None:
         limits = _DEFAULT_LIMITS
     try:
         text, lines = prepare(source, limits.max_source_bytes)
     except SourceError as exc:
-        return ValidationResult(False, [exc.error], [], [])
+        return ValidationResult(False, [exc.error], [], []), None
     try:
         tree = _parse(text)
     except SyntaxError as exc:
         if (exc.msg or "").startswith("Exceeds the limit"):  # CPython's own int-digit cap
             return _failure(f"integer literal has more than {limits.max_int_digits} digits; "
-                            f"the limit is {limits.max_int_digits}", "limit-int-digits", *_place(exc))
-        return _failure(exc.msg or "invalid syntax", "syntax", *_place(exc))
+                            f"the limit is {limits.max_int_digits}", "limit-int-digits", *_place(exc)), None
+        return _failure(exc.msg or "invalid syntax", "syntax", *_place(exc)), None
     except (RecursionError, MemoryError) as exc:
-        return _failure(f"program is too complex to parse ({exc})", "limit-parse")
+        return _failure(f"program is too complex to parse ({exc})", "limit-parse"), None
     except Exception as exc:  # e.g. ValueError: whatever the parser raises is a rejection
-        return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax")
+        return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax"), None
     if tools or params:
         names = _Names(_name_list(tools, "tools"), _name_list(params, "params"))
     else:
@@ -586,7 +595,8 @@ def validate(source, *, tools=(), params=(), rules=(), limits: Limits | None = N
     errors = walker.errors
     if len(errors) > 1:
         errors.sort(key=_position)
-    return ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
+    result = ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
+    return result, (tree if result.valid else None)
 
 
 def _position(error: ValidationError):

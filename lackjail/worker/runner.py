@@ -216,12 +216,11 @@ def run_one(channel, msg, limits):
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
-        check = lang.validate(msg["src"], tools=visible, params=list(params))
+        check, tree = lang.validate_tree(msg["src"], tools=visible, params=list(params))
         if not check.valid:
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            tree = ast.parse(lang.decode_source(msg["src"]), FILENAME)
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = tree.body[-1]
                 tree.body[-1] = ast.Assign(

@@ -73,17 +73,19 @@ def _zygotes(jail):
 
 
 def test_kill_zygote_mid_run(require_nsjail):
-    with Jail(workers=2) as jail:
+    base = load_policy("default")
+    policy = base.replace(limits=base.limits.__class__(wall_s=60, cpu_s=60))
+    with Jail(policy=policy, workers=2) as jail:
         assert jail.pool.wait_full()
         results = {}
 
         def slow(key):
-            results[key] = jail.run("x = 0\nfor i in range(3000000):\n    x += 1\nx")
+            results[key] = jail.run("x = 0\nfor i in range(10000000):\n    x += 1\nx")
 
         threads = [threading.Thread(target=slow, args=(k,)) for k in ("a", "b")]
         for t in threads:
             t.start()
-        time.sleep(0.4)
+        time.sleep(0.5)  # both runs are busy now: each takes seconds
         victim = _zygotes(jail)[0]
         os.kill(victim.pid, signal.SIGKILL)
         for t in threads:
