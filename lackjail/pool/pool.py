@@ -167,7 +167,7 @@ class Pool:
     def execute(self, run: dict, on_call, on_output, wall_s: float | None = None) -> Outcome:
         """Run one frame on a free jail; waits (bounded) when all are busy."""
         wall = wall_s or self._limits.wall_s
-        worker = self._acquire(self.policy.pool.start_timeout_s + wall)
+        worker = self._acquire_healthy(self.policy.pool.start_timeout_s + wall)
         retire = True
         try:
             try:
@@ -179,6 +179,16 @@ class Pool:
             return outcome
         finally:
             self._release(worker, retire)
+
+    def _acquire_healthy(self, timeout: float) -> Worker:
+        """A free jail that is still alive: a dead one is replaced, not handed a run."""
+        for _ in range(self.size + 1):
+            worker = self._acquire(timeout)
+            if worker.healthy():
+                return worker
+            self._discard(worker)
+            self._replace()
+        return self._acquire(timeout)
 
     # -- health and shutdown --------------------------------------------
 

@@ -49,7 +49,7 @@ class Worker:
         self.gen = None  # generation of the child waiting for a run, once ready
         self.child_runs = 0
         self.runs = 0
-        self.started = time.monotonic()
+        self.started = self.last_used = time.monotonic()
         self._log = tempfile.TemporaryFile()
         ctrl_in_r, self.ctrl_in = os.pipe()
         self.ctrl_out, ctrl_out_w = os.pipe()
@@ -148,6 +148,21 @@ class Worker:
             if frame["t"] == "ready":
                 self.gen, self.child_runs = frame["gen"], 0
 
+    def healthy(self, idle_ping_s: float = 2.0) -> bool:
+        """Alive, and (when it sat idle for a while) answering a ping."""
+        if not self.alive:
+            return False
+        try:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                self.alive = False
+                return False
+        except ChildProcessError:
+            self.alive = False
+            return False
+        if time.monotonic() - self.last_used > idle_ping_s:
+            return self.ping()
+        return True
+
     def ping(self, timeout: float = 1.0) -> bool:
         """Health check: the zygote answers a ping."""
         token = int(time.monotonic_ns() & 0x7FFFFFFF)
@@ -239,6 +254,7 @@ class Worker:
         """
         gen = self.gen
         self.gen = None
+        self.last_used = time.monotonic()
         self.runs += 1
         self.child_runs += 1
         deadline = until = time.monotonic() + wall_s

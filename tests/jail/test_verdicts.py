@@ -118,3 +118,14 @@ def test_no_process_left_after_error_inside_with(require_nsjail):
             raise RuntimeError("boom")
     time.sleep(0.1)
     assert descendants() - before == set()
+
+
+def test_dead_idle_jail_is_replaced_not_handed_a_run(require_nsjail):
+    with Jail(workers=1) as jail:
+        assert jail.run("1").status == "ok"
+        for zygote in _zygotes(jail):
+            os.kill(zygote.pid, signal.SIGKILL)
+        time.sleep(0.2)
+        r = jail.run("2 + 2")
+        assert (r.status, r.value) == ("ok", 4), r
+        assert jail.pool.wait_full(15) and len(jail.pool.pids()) == 1
