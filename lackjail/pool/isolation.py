@@ -8,7 +8,6 @@ zygote runs as a plain process; the child still gets rlimits and seccomp.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -60,7 +59,8 @@ class Launcher:
 
 
 def zygote_config(limits, mode: str, runs_per_child: int, seccomp: bool = True) -> str:
-    return json.dumps({
+    """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval)."""
+    return repr({
         "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s,
         "output_bytes": limits.output_bytes, "value_bytes": limits.value_bytes,
         "runs_per_child": runs_per_child if mode == "reuse" else 1,

@@ -7,22 +7,30 @@ where libseccomp's load recompiles for about a millisecond.
 """
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import resource
+import sys
+import types
 
 # pyseccomp finds its libraries with ctypes.util.find_library, which runs
-# `/sbin/ldconfig -p` in a subprocess (tens of milliseconds, and a binary the
-# jail would have to contain). The sonames are fixed: the dynamic loader finds
-# them on LD_LIBRARY_PATH (the image sets it) or through ld.so.cache.
+# `/sbin/ldconfig -p` in a subprocess (a binary the jail would have to hold)
+# and imports shutil and subprocess (a tenth of the zygote's start-up). The
+# sonames are fixed: the dynamic loader finds them on LD_LIBRARY_PATH (the
+# image sets it) or through ld.so.cache. A stand-in module answers instead.
 _SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
-_find_library = ctypes.util.find_library
-ctypes.util.find_library = lambda name: _SONAMES.get(name) or _find_library(name)
+_util = types.ModuleType("ctypes.util")
+_util.find_library = _SONAMES.get
+_saved = sys.modules.get("ctypes.util")
+sys.modules["ctypes.util"] = ctypes.util = _util
 try:
     import pyseccomp as seccomp
 finally:
-    ctypes.util.find_library = _find_library
+    if _saved is None:
+        del sys.modules["ctypes.util"]
+        del ctypes.util
+    else:
+        sys.modules["ctypes.util"] = ctypes.util = _saved
 
 # What a running program legitimately needs: I/O on its own two descriptors,
 # memory, signals, clocks and exit.

@@ -10,11 +10,11 @@ Descriptors: 0/1 control channel (controller <-> zygote), 3/4 run channel
 the run channel.
 """
 
+import ast
 import gc
-import json
 import os
 import resource
-import selectors
+import select
 import signal
 import sys
 
@@ -56,11 +56,14 @@ def child(cfg, flt):
     os._exit(0)
 
 
-def wait_child(pid, pidfd, gen, sel):
+def wait_child(pid, pidfd, gen):
     """Serve the control channel until the child ends; False when the zygote must exit."""
+    poller = select.poll()
+    poller.register(CTRL_IN, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
     while True:
-        for key, _ in sel.select():
-            if key.fd == pidfd:
+        for fd, _ in poller.poll():
+            if fd == pidfd:
                 _, status, usage = os.wait4(pid, 0)
                 send({
                     "t": "done", "gen": gen,
@@ -86,13 +89,11 @@ def wait_child(pid, pidfd, gen, sel):
 
 
 def main():
-    cfg = json.loads(sys.argv[1])
+    cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers and booleans
     flt = confine.prepare_filter(confine.build_filter()) if cfg["seccomp"] else None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     gc.collect()
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
-    sel = selectors.DefaultSelector()
-    sel.register(CTRL_IN, selectors.EVENT_READ)
     gen = 0
     while True:
         gen += 1
@@ -100,10 +101,8 @@ def main():
         if pid == 0:
             child(cfg, flt)
         pidfd = os.pidfd_open(pid)
-        sel.register(pidfd, selectors.EVENT_READ)
         send({"t": "ready", "gen": gen})
-        alive = wait_child(pid, pidfd, gen, sel)
-        sel.unregister(pidfd)
+        alive = wait_child(pid, pidfd, gen)
         os.close(pidfd)
         if not alive:
             return
