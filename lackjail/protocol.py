@@ -50,11 +50,6 @@ SCHEMAS = {
 }
 
 
-# Fields that may hold nested data (every other field is a scalar by its schema).
-_NESTED = {kind: tuple(k for k, types in schema.items() if types is None or list in types or dict in types)
-           for kind, schema in SCHEMAS.items()}
-
-
 class ProtocolError(Exception):
     """A frame that is malformed, oversized, too deep or not of the expected schema."""
 
@@ -67,6 +62,7 @@ def encode(msg: dict) -> bytes:
         raise ProtocolError(f"cannot encode {msg.get('t', '?')!r} frame: {exc}") from None
     if len(body) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME}-byte cap")
+    scan(body)  # never send what the other side must refuse
     return HEADER.pack(len(body)) + body
 
 
@@ -78,19 +74,65 @@ def frame_length(header: bytes) -> int:
     return length
 
 
-def _depth_ok(value) -> bool:
-    """True when VALUE nests arrays and maps no deeper than MAX_DEPTH (iteratively)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, dict)):
-            if depth > MAX_DEPTH:
-                return False
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
-            if isinstance(item, dict):
-                stack.extend((key, depth + 1) for key in item if isinstance(key, (list, dict)))
-    return True
+# msgpack type bytes -> (length bytes, fixed payload) of scalars; strings and
+# containers are handled in scan().
+_FIXED = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,
+          0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+_SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin 8/16/32, str 8/16/32
+_CONTAINERS = {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}  # array/map 16/32: (bytes, items each)
+
+
+def scan(body: bytes) -> None:
+    """Walk BODY's msgpack headers without building anything; ProtocolError unless
+    every container fits the bytes that follow it, nesting stays within MAX_DEPTH,
+    strings within MAX_STR, containers within MAX_ITEMS, and there is no ext type.
+
+    msgpack allocates a list for the item count a header announces before it reads
+    the items: this is what keeps a few hostile bytes from costing megabytes.
+    """
+    size, pos = len(body), 0
+    pending = [1]  # items still to read at each open level
+    while pending:
+        if not pending[-1]:
+            pending.pop()
+            continue
+        pending[-1] -= 1
+        if pos >= size:
+            raise ProtocolError("frame ends inside a value")
+        b = body[pos]
+        pos += 1
+        if b <= 0x7F or b >= 0xE0 or b in _FIXED:
+            pos += _FIXED.get(b, 0)
+            continue
+        if 0xA0 <= b <= 0xBF or b in _SIZED:
+            if b in _SIZED:
+                width = _SIZED[b]
+                length = int.from_bytes(body[pos:pos + width], "big")
+                pos += width
+            else:
+                length = b & 0x1F
+            if length > MAX_STR:
+                raise ProtocolError(f"string of {length} bytes exceeds the {MAX_STR}-byte cap")
+            pos += length
+            continue
+        if 0x80 <= b <= 0x9F:
+            items, per = b & 0x0F, (2 if b <= 0x8F else 1)
+        elif b in _CONTAINERS:
+            width, per = _CONTAINERS[b]
+            items = int.from_bytes(body[pos:pos + width], "big")
+            pos += width
+        else:
+            raise ProtocolError(f"type byte 0x{b:02x} (an ext type or reserved) is not allowed on the wire")
+        if items > MAX_ITEMS:
+            raise ProtocolError(f"a container of {items} items exceeds the {MAX_ITEMS}-item cap")
+        count = items * per
+        if count > size - pos:
+            raise ProtocolError(f"a container announces {count} items but the frame holds {size - pos} bytes")
+        if len(pending) > MAX_DEPTH:
+            raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels")
+        pending.append(count)
+    if pos != size:
+        raise ProtocolError(f"frame has {size - pos} bytes after its value" if pos < size else "frame ends inside a value")
 
 
 def _ext_refused(code, data):
@@ -99,6 +141,7 @@ def _ext_refused(code, data):
 
 def decode(body: bytes, expect=None) -> dict:
     """Decode and check one frame body; EXPECT is the set of message types allowed now."""
+    scan(body)
     try:
         msg = msgpack.unpackb(
             body,
@@ -137,11 +180,8 @@ def check(msg, expect=None) -> dict:
         if key not in msg:
             raise ProtocolError(f"{kind!r} frame lacks {key!r}")
         value = msg[key]
-        if types is not None and (not isinstance(value, types) or (types == _I and isinstance(value, bool))):
+        if types is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
             raise ProtocolError(f"{kind!r} frame: {key!r} is a {type(value).__name__}")
-    for key in _NESTED.get(kind, ()):
-        if isinstance(msg[key], (list, dict)) and not _depth_ok(msg[key]):
-            raise ProtocolError(f"{kind!r} frame nests deeper than {MAX_DEPTH} levels")
     return msg
 
 

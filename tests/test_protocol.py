@@ -51,8 +51,11 @@ def _nest(depth):
     (msgpack.packb({"t": "ping", "id": "1"}), "'id' is a str"),
     (msgpack.packb({"t": "ping", "id": True}), "'id' is a bool"),
     (msgpack.packb({"t": "ping", "id": 1, "x": 1}), "wrong keys"),
-    (b"\xc1", "undecodable"),
-    (msgpack.packb({"t": "output", "text": msgpack.ExtType(1, b"x")}), "undecodable"),
+    (b"\xc1", "not allowed on the wire"),
+    (msgpack.packb({"t": "output", "text": msgpack.ExtType(1, b"x")}), "ext type"),
+    (b"\x81\xa1t\xdd\xff\xff\xff\xff", "exceeds the"),
+    (b"\x81\xa1t\xdc\x00\xff", "announces 255 items but the frame holds 0 bytes"),
+    (b"\x81\xa1t\xa4ping\x00", "bytes after its value"),
     (msgpack.packb({"t": "return", "seq": 1, "ok": True, "value": _nest(150), "error": None, "stop": None}), "deeper"),
 ])
 def test_bad_frames_raise_protocol_error(body, why):

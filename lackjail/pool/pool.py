@@ -100,11 +100,14 @@ class Pool:
             self._starting += 1
 
         def start():
-            worker = None
-            try:
-                worker = self._spawn()
-            except (WorkerDied, OSError) as exc:
-                self._last_error = str(exc)
+            worker, pause = None, 0.05
+            while worker is None and not self._closed:
+                try:
+                    worker = self._spawn()
+                except (WorkerDied, OSError) as exc:  # keep trying, backing off: the pool must return to N
+                    self._last_error = str(exc)
+                    time.sleep(pause)
+                    pause = min(pause * 2, 2.0)
             with self._cond:
                 self._starting -= 1
                 if worker is not None:
