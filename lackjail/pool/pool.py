@@ -7,6 +7,7 @@ shut down without leaving a process behind.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 import time
@@ -34,7 +35,7 @@ class Pool:
         self._cond = threading.Condition()
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
-        self._waiting = 0
+        self._waiters: collections.deque = collections.deque()  # (event, slot) of callers waiting, oldest first
         self._starting = 0
         self._closed = False
         self._ids = itertools.count(1)
@@ -110,12 +111,8 @@ class Pool:
                     pause = min(pause * 2, 2.0)
             with self._cond:
                 self._starting -= 1
-                if worker is not None:
-                    if self._closed:
-                        self._discard(worker)
-                    else:
-                        self._idle.append(worker)
-                self._cond.notify_all()
+            if worker is not None:
+                self._offer(worker)
 
         threading.Thread(target=start, name="lackjail-spawn", daemon=True).start()
 
@@ -127,30 +124,42 @@ class Pool:
     # -- lending --------------------------------------------------------
 
     def _acquire(self, timeout: float) -> Worker:
-        deadline = time.monotonic() + timeout
+        """A free jail; callers that must wait are served first come, first served."""
         with self._cond:
-            if self._waiting >= self.policy.pool.queue:
+            if self._closed:
+                raise PoolError("the jail pool is closed")
+            if self._idle and not self._waiters:
+                return self._idle.pop()
+            if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(f"the run queue is full ({self.policy.pool.queue} waiting); retry later")
-            self._waiting += 1
-            try:
-                while True:
-                    if self._closed:
-                        raise PoolError("the jail pool is closed")
-                    if self._idle:
-                        return self._idle.pop()
-                    if not self._starting and len(self._all) < self.size:
-                        self._cond.release()
-                        try:
-                            self._replace()
-                        finally:
-                            self._cond.acquire()
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
-                    self._cond.wait(remaining)
-            finally:
-                self._waiting -= 1
+            ticket = (threading.Event(), [])
+            self._waiters.append(ticket)
+            short = not self._starting and len(self._all) < self.size
+        if short:
+            self._replace()
+        ready, slot = ticket
+        ready.wait(timeout)
+        with self._cond:
+            if slot:
+                return slot[0]
+            self._waiters.remove(ticket)
+            if self._closed:
+                raise PoolError("the jail pool is closed")
+            raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
+
+    def _offer(self, worker: Worker) -> None:
+        """Hand a free jail to the longest waiting caller, or keep it idle."""
+        with self._cond:
+            if self._closed:
+                self._discard(worker)
+                return
+            if self._waiters:
+                ready, slot = self._waiters.popleft()
+                slot.append(worker)
+                ready.set()
+            else:
+                self._idle.append(worker)
+            self._cond.notify_all()
 
     def _why(self) -> str:
         return f" (last start error: {self._last_error})" if self._last_error else ""
@@ -160,12 +169,7 @@ class Pool:
             self._discard(worker)
             self._replace()
             return
-        with self._cond:
-            if self._closed:
-                self._discard(worker)
-                return
-            self._idle.append(worker)
-            self._cond.notify()
+        self._offer(worker)
 
     def execute(self, run: dict, on_call, on_output, wall_s: float | None = None) -> Outcome:
         """Run one frame on a free jail; waits (bounded) when all are busy."""
@@ -203,8 +207,7 @@ class Pool:
         for worker in idle:
             if worker.ping():
                 healthy += 1
-                with self._cond:
-                    self._idle.append(worker)
+                self._offer(worker)
             else:
                 self._discard(worker)
                 self._replace()
@@ -229,8 +232,10 @@ class Pool:
         """Stop every jail and wait for the ones still starting; no process is left."""
         with self._cond:
             self._closed = True
-            workers = list(getattr(self, "_all", ()))
+            workers = list(self._all)
             self._idle = []
+            for ready, _ in self._waiters:  # they wake to find no jail: "the pool is closed"
+                ready.set()
             self._cond.notify_all()
         for worker in workers:
             worker.stop()
