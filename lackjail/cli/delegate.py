@@ -4,7 +4,7 @@ import json
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, emit_json, jsonable, parse_params, read_source
+from lackjail.cli.common import EXIT_BAD, emit_json, jail_options, jsonable, parse_params, read_source
 
 
 def _usage(exc) -> click.UsageError:
@@ -63,11 +63,7 @@ def _validator(policy, kit, workspace, params):
 
 @click.command()
 @click.argument("intent")
-@click.option("--kit", help="Tools the program may call: a kit name, or tool names separated by commas.")
-@click.option("--policy", default="default", show_default=True, help="A bundled policy name or a .toml path.")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string.")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Folder the file tools are confined to [cwd].")
+@jail_options
 @click.option("--run/--no-run", "run", default=True, show_default=True,
               help="Run the generated program in the jail, or only print it.")
 @click.option("--json", "as_json", is_flag=True,

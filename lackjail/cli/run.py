@@ -4,7 +4,7 @@ import json
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, emit_json, jsonable, parse_params, read_source
+from lackjail.cli.common import EXIT_BAD, emit_json, jail_options, jsonable, parse_params, read_source
 
 
 def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, approve=None):
@@ -42,11 +42,7 @@ def _print_human(result, filename):
 
 @click.command()
 @click.argument("file")
-@click.option("--kit", help="Tools the program may call: a kit name, or tool names separated by commas.")
-@click.option("--policy", default="default", show_default=True, help="A bundled policy name or a .toml path.")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string.")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Folder the file tools are confined to [cwd].")
+@jail_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: status, value, output, errors, trace, isolation, stats.")
 @click.option("--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result.")
 @click.option("--dry-run", is_flag=True, help="Run, but commit no writes: show the diff they would make.")
