@@ -11,7 +11,6 @@ share of `settings.default.max_examples` in their own @settings.
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -37,13 +36,3 @@ else:
         print_blob=True,
     )
 settings.load_profile("lackjail-fuzz")
-
-
-@pytest.fixture(scope="session")
-def require_nsjail():
-    """Skip (with the probe's reason) where this host cannot run the real nsjail."""
-    from lackjail.pool import isolation
-
-    ok, why = isolation.probe_nsjail()
-    if not ok:
-        pytest.skip(f"this host cannot run nsjail ({why}); the differential suite needs the real jail")

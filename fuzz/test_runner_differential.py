@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, assume, event, example, given, note, setting
 from hypothesis import strategies as st
 
 from lackjail import lang
+from fuzz_support import same
 
 BUDGET = settings.default.max_examples
 
@@ -245,19 +246,6 @@ def _norm(value):
     if isinstance(value, dict):
         return {_norm(k): _norm(v) for k, v in value.items()}
     return value
-
-
-def same(a, b) -> bool:
-    if type(a) is not type(b):
-        return False
-    if type(a) is float:
-        return struct.pack(">d", a) == struct.pack(">d", b)
-    if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
-        return len(a) == len(b) and all(same(k1, k2) and same(v1, v2)
-                                        for (k1, v1), (k2, v2) in zip(a.items(), b.items()))
-    return a == b
 
 
 def compare(jail, reference, src: str, params: dict):

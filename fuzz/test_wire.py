@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from lackjail import protocol
 from lackjail.pool.worker import Worker
+from fuzz_support import same
 
 BUDGET = settings.default.max_examples
 
@@ -113,22 +114,6 @@ def conforms(msg, expect=None) -> bool:
     if not all(_type_ok(kind, msg[key]) for key, kind in spec.items()):
         return False
     return _depth(msg) <= protocol.MAX_DEPTH and _only_wire_types(msg)
-
-
-def same(a, b) -> bool:
-    """Equal value for value AND type for type (True is not 1, -0.0 is not 0.0, nan is nan)."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is float:
-        return struct.pack(">d", a) == struct.pack(">d", b)
-    if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
-        if len(a) != len(b):
-            return False
-        bk = list(b.items())
-        return all(same(k1, k2) and same(v1, v2) for (k1, v1), (k2, v2) in zip(a.items(), bk))
-    return a == b
 
 
 def test_spec_covers_every_message_type():

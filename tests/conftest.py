@@ -1,23 +1,6 @@
-"""Shared fixtures: whether this host can run the real nsjail, and process accounting."""
-
-import functools
+"""Process accounting for the tests (the nsjail fixture is in the root conftest.py)."""
 
 import psutil
-import pytest
-
-
-@functools.lru_cache(maxsize=1)
-def nsjail_status():
-    from lackjail.pool import isolation
-
-    return isolation.probe_nsjail()
-
-
-@pytest.fixture(scope="session")
-def require_nsjail():
-    ok, why = nsjail_status()
-    if not ok:
-        pytest.skip(f"this host cannot run nsjail ({why}); isolation tests need the real jail")
 
 
 def descendants():
