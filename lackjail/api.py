@@ -205,13 +205,19 @@ class Jail:
         result = Result(status, value if status == "ok" else None, "".join(output), errors,
                         isolation=self.isolation, mode=mode)
         if session is not None:
+            from lackjail.kit import CommitError
+
             result.trace = list(session.trace)
             if status == "ok":
                 if dry_run:
                     result.diff = session.diff()
                     session.rollback()
                 else:
-                    result.written = session.commit()
+                    try:
+                        result.written = session.commit()
+                    except CommitError as exc:  # nothing was written; the run did not do what it said
+                        result.status, result.value = "error", None
+                        result.errors = [{"message": f"the run's writes could not be committed: {exc}"}]
             else:
                 session.rollback()
         result.stats = {

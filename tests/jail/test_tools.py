@@ -130,3 +130,21 @@ def test_jail_placed_tools_skip_the_round_trip(require_nsjail, workspace):
         r = jail.run("word_count('a b c')")
     assert r.status == "ok" and r.value == 3
     assert r.trace == []
+
+
+def test_a_commit_that_fails_is_an_error_not_an_exception(files_jail, workspace):
+    """The staged write is fine; the disk refuses it at commit (an immutable folder, even for root)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr (e2fsprogs) is needed to make a folder refuse writes")
+    if subprocess.run(["chattr", "+i", str(workspace)], capture_output=True).returncode != 0:
+        pytest.skip("this file system does not support the immutable attribute")
+    try:
+        r = files_jail.run("write_file('new.txt', 'x')\n1")
+    finally:
+        subprocess.run(["chattr", "-i", str(workspace)], check=True)
+    assert r.status == "error" and "could not be committed" in r.errors[0]["message"], r
+    assert r.value is None
+    assert not (workspace / "new.txt").exists()
