@@ -39,7 +39,7 @@ ALLOWED = (
     "mmap", "munmap", "mremap", "brk", "madvise", "mprotect",
     "futex", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
     "clock_gettime", "clock_getres", "gettimeofday", "getrusage", "sched_yield",
-    "getpid", "gettid", "restart_syscall", "exit", "exit_group",
+    "getpid", "gettid", "restart_syscall", "exit", "exit_group", "poll", "ppoll",
 )
 # Never needed, and a sign of an escape: the process dies (verdict "denied").
 KILLED = (

@@ -40,6 +40,7 @@ def child(cfg, flt):
         runner.warm_up(cfg)
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"])
         os.closerange(RUN_OUT + 1, 1 << 16)  # one close_range(2) call, before the filter forbids it
+        os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
             confine.install_filter(flt)
     except BaseException:
