@@ -1,20 +1,38 @@
-"""What validation returns: the verdict, each error with its place and rule, and what was called."""
+"""What validation returns: the verdict, each error with its place and rule, and what was called.
 
-from dataclasses import dataclass, field
+Plain classes, not dataclasses: the jail imports this package at every start,
+and dataclasses pulls in inspect (a fifth of the zygote's start-up).
+"""
 
 
-@dataclass(frozen=True)
 class ValidationError:
-    """One reason a program is rejected.
+    """One reason a program is rejected; immutable.
 
     `line` is 1-based and `col` is a 0-based character offset (both None when
     the error has no place); `format()` prints the column 1-based, like compilers.
     """
 
-    message: str
-    line: int | None = None
-    col: int | None = None
-    rule: str = "custom"
+    __slots__ = ("message", "line", "col", "rule")
+
+    def __init__(self, message: str, line: int | None = None, col: int | None = None, rule: str = "custom"):
+        for name, value in (("message", message), ("line", line), ("col", col), ("rule", rule)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ValidationError is immutable; cannot set {name!r}")
+
+    def _key(self):
+        return (self.message, self.line, self.col, self.rule)
+
+    def __eq__(self, other):
+        return self._key() == other._key() if isinstance(other, ValidationError) else NotImplemented
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (f"ValidationError(message={self.message!r}, line={self.line!r}, "
+                f"col={self.col!r}, rule={self.rule!r})")
 
     def format(self, filename: str = "<program>") -> str:
         """`file:line:col: message`, with a 1-based column, for people and editors."""
@@ -34,7 +52,6 @@ class ValidationError:
         return out
 
 
-@dataclass
 class ValidationResult:
     """The verdict on a program; truthy exactly when it is valid.
 
@@ -42,13 +59,28 @@ class ValidationResult:
     (a namespace member as `ns.member`); `variables` the names it assigns at top level.
     """
 
-    valid: bool
-    errors: list[ValidationError] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    variables: list[str] = field(default_factory=list)
+    __slots__ = ("valid", "errors", "calls", "variables")
+
+    def __init__(self, valid: bool, errors=None, calls=None, variables=None):
+        self.valid = valid
+        self.errors = list(errors or ())
+        self.calls = list(calls or ())
+        self.variables = list(variables or ())
 
     def __bool__(self) -> bool:
         return self.valid
+
+    def __eq__(self, other):
+        if not isinstance(other, ValidationResult):
+            return NotImplemented
+        return (self.valid, self.errors, self.calls, self.variables) == (
+            other.valid, other.errors, other.calls, other.variables)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"ValidationResult(valid={self.valid!r}, errors={self.errors!r}, "
+                f"calls={self.calls!r}, variables={self.variables!r})")
 
     def to_dict(self) -> dict:
         """Plain data for JSON output."""

@@ -1,29 +1,47 @@
 """Size caps that keep validation (and the jail's later compile) bounded in time and memory."""
 
-from dataclasses import dataclass, fields
+DEFAULTS = {
+    "max_source_bytes": 64 * 1024,
+    "max_nodes": 20_000,
+    "max_depth": 100,
+    "max_comprehension_depth": 8,
+    "max_literal_len": 32 * 1024,
+    "max_int_digits": 100,
+}
 
 
-@dataclass(frozen=True)
 class Limits:
-    """Caps on a program; exceeding one is a validation error naming the cap.
+    """Caps on a program; exceeding one is a validation error naming the cap. Immutable.
 
     max_comprehension_depth is low on purpose: about 21 nested list
     comprehensions crash CPython 3.12.1's compile() with SIGSEGV.
+    (A plain class: dataclasses would pull inspect into the jail's start-up.)
     """
 
-    max_source_bytes: int = 64 * 1024
-    max_nodes: int = 20_000
-    max_depth: int = 100
-    max_comprehension_depth: int = 8
-    max_literal_len: int = 32 * 1024
-    max_int_digits: int = 100
+    __slots__ = tuple(DEFAULTS)
 
-    def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
+    def __init__(self, **caps):
+        unknown = set(caps) - set(DEFAULTS)
+        if unknown:
+            raise TypeError(f"Limits has no cap {sorted(unknown)[0]!r}; caps: {', '.join(DEFAULTS)}")
+        for name, default in DEFAULTS.items():
+            value = caps.get(name, default)
             if type(value) is not int or value < 1:
-                raise ValueError(f"Limits.{f.name} must be a positive int, not {value!r}")
+                raise ValueError(f"Limits.{name} must be a positive int, not {value!r}")
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Limits is immutable; make a new one with Limits({name}=...)")
+
+    def __eq__(self, other):
+        return self.to_dict() == other.to_dict() if isinstance(other, Limits) else NotImplemented
+
+    def __hash__(self):
+        return hash(tuple(self.to_dict().items()))
+
+    def __repr__(self):
+        return "Limits(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
 
     def to_dict(self) -> dict:
         """The caps by name, for the spec and JSON output."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in DEFAULTS}

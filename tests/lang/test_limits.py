@@ -1,6 +1,5 @@
 """The caps: each is exact at its edge, and programs the defaults accept compile without crashing."""
 
-import dataclasses
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ def test_defaults():
     assert limits.max_source_bytes == 64 * 1024
     assert limits.max_int_digits == 100
     assert 1 <= limits.max_comprehension_depth <= 10  # well below the ~21 that crashes compile()
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         limits.max_depth = 5
 
 
