@@ -107,8 +107,11 @@ class Worker:
         buf.feed(data)
         out.extend(buf.frames(expect))
 
-    def _next(self, deadline: float, expect_run=None):
-        """The next frame from either channel: ("ctrl"|"run", frame); None at the deadline."""
+    def _next(self, deadline: float, expect_run=None, spin=False):
+        """The next frame from either channel: ("ctrl"|"run", frame); None at the deadline.
+
+        SPIN: poll for a moment before sleeping (right after answering a tool call).
+        """
         while True:
             if self._run_frames:
                 return "run", self._run_frames.pop(0)
@@ -121,7 +124,8 @@ class Worker:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 return None
-            events = self._spin(poller)
+            events = self._spin(poller) if spin else None
+            spin = False
             for fd, _ in events or poller.poll(timeout * 1000):
                 if fd == self.ctrl_out:
                     self._pump(fd, self._ctrl_buf, self._ctrl_frames, ("ready", "done", "pong"))
@@ -130,9 +134,10 @@ class Worker:
 
     @staticmethod
     def _spin(poller, spin_s: float = SPIN_S):
-        """Poll without sleeping for a moment first: a jail answering a tool call or
-        finishing a short program replies within it, and a sleeping thread costs a
-        wake-up (hundreds of microseconds on a VM) that the answer then waits for."""
+        """Poll without sleeping for a moment: a program that just got a tool's answer
+        usually calls again or finishes within it, and a sleeping thread costs a
+        wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
+        while programs compute would take the CPU they need."""
         until = time.perf_counter() + spin_s
         while True:
             events = poller.poll(0)
@@ -272,11 +277,12 @@ class Worker:
         self.child_runs += 1
         deadline = until = time.monotonic() + wall_s
         output_budget = self.limits["output_bytes"] + 65536
-        cancelled = False
+        cancelled = answered = False
         try:
             self._write(self.run_in, protocol.encode(run), deadline)
             while True:
-                item = self._next(until, ("output", "call", "result"))
+                item = self._next(until, ("output", "call", "result"), spin=answered)
+                answered = False
                 if item is None:
                     if cancelled:  # the zygote did not kill its child in time: end the jail
                         self.kill()
@@ -311,6 +317,7 @@ class Worker:
                         data = protocol.encode({**reply, "ok": False, "value": None,
                                                 "error": f"{frame['tool']}: the result cannot be sent: {exc}"})
                     self._write(self.run_in, data, deadline)
+                    answered = True
                 else:
                     return self._finished(frame, run["id"], gen)
         except protocol.ProtocolError as exc:

@@ -39,9 +39,9 @@ class ToolError(Exception):
 class Channel:
     """The run channel: frames in on one descriptor, frames out on another.
 
-    The input descriptor is non-blocking: a read polls for a moment before it
-    sleeps, because a tool's answer usually comes within that moment and
-    waking a sleeping process costs more than the answer took.
+    The input descriptor is non-blocking: waiting for a tool's answer polls
+    for a moment before it sleeps, because the answer usually comes within that
+    moment and waking a sleeping process costs more than the answer took.
     """
 
     SPIN_S = 0.0003
@@ -56,20 +56,17 @@ class Channel:
         while data:
             data = data[os.write(self.fd_out, data):]
 
-    def _read(self, n):
-        until = None
+    def _read(self, n, spin):
+        until = time.perf_counter() + self.SPIN_S if spin else 0.0
         while True:
             try:
                 return os.read(self.fd_in, n)
             except BlockingIOError:
-                now = time.perf_counter()
-                if until is None:
-                    until = now + self.SPIN_S
-                elif now > until:
+                if time.perf_counter() > until:
                     self._poller.poll()
 
-    def recv(self, expect):
-        return protocol.read_frame(self._read, expect)
+    def recv(self, expect, spin=False):
+        return protocol.read_frame(lambda n: self._read(n, spin), expect)
 
 
 class Output:
@@ -177,7 +174,7 @@ def make_stub(channel, out, name, counter, budget):
                 "args": plain(list(args), wire_budget, True),
                 "kwargs": plain(kwargs, wire_budget, True)}
         channel.send(call)
-        reply = channel.recv(("return",))
+        reply = channel.recv(("return",), spin=True)
         if reply["seq"] != seq:
             raise Stop("error", f"tool reply out of order (seq {reply['seq']}, expected {seq})")
         if reply["stop"]:
