@@ -43,3 +43,16 @@ def test_example_runs(require_nsjail, tmp_path, name):
     assert check(result.value), result.value
     if name == "rename_todo.lackpy":
         assert (tmp_path / "notes.txt").read_text() == "a DONE\nb TODO\n"
+
+
+def test_the_demo_check_line_passes():
+    """`make demo` checks every example with this exact command line before it runs one."""
+    from click.testing import CliRunner
+
+    from lackjail.cli import cli
+
+    files = [str(p) for p in sorted(EXAMPLES.glob("*.lackpy"))]
+    result = CliRunner().invoke(cli, ["check", *files, "--kit", "files", "--param", "name", "--param", "path"])
+    assert result.exit_code == 0, result.output
+    makefile = (EXAMPLES.parent / "Makefile").read_text()
+    assert "lackjail check examples/*.lackpy --kit files --param name --param path" in makefile

@@ -12,7 +12,8 @@ from lackjail.lang.spec import render
 
 @click.command(epilog=EXIT_HELP)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...|-")
-@click.option("--kit", default="", metavar="A,B", help="Comma-separated tool names the programs may call.")
+@click.option("--kit", default="", metavar="KIT|A,B",
+              help="The tools programs may call: a kit name (as for run) or comma-separated tool names.")
 @click.option("--param", "params", multiple=True, metavar="NAME",
               help="A parameter name injected by the caller (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
@@ -23,6 +24,7 @@ def check(ctx, files, kit, params, as_json):
     Prints `file:line:col: message` per error (column 1-based); exit 0 when
     every program is valid, 2 when any is rejected or cannot be read.
     """
+    tools = _tool_names(kit)
     reports = []
     for path in files:
         try:
@@ -33,7 +35,7 @@ def check(ctx, files, kit, params, as_json):
             if not as_json:
                 click.echo(f"lackjail check: {exc.message}", err=True)
             continue
-        result = validate(source, tools=kit, params=params)
+        result = validate(source, tools=tools, params=params)
         reports.append({"file": name, **result.to_dict()})
         if not as_json:
             for error in result.errors:
@@ -42,6 +44,20 @@ def check(ctx, files, kit, params, as_json):
     if as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))
     ctx.exit(EXIT_OK if valid else EXIT_BAD)
+
+
+def _tool_names(kit: str) -> tuple:
+    """The names a kit spec makes callable: a kit (bundled or in .lackjail/kits) is
+    resolved; names that are no kit or known tool are taken as given, since checking
+    runs nothing and may name tools of another host."""
+    if not kit:
+        return ()
+    from lackjail.kit import KitError, resolve_kit
+
+    try:
+        return tuple(resolve_kit(kit, workspace=".").names)
+    except KitError:
+        return tuple(name.strip() for name in kit.split(",") if name.strip())
 
 
 @click.command(epilog=EXIT_HELP)
