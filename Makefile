@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_EXAMPLES ?= 20000
 
-.PHONY: setup demo test fuzz bench doctor clean system-deps bytecode
+.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode
 
 setup: $(STAMP) bytecode
 
@@ -42,6 +42,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# ruff: lint and formatting, both must be clean (CI runs this before the tests).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 fuzz: setup
 	LACKJAIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest fuzz -p no:randomly

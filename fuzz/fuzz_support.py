@@ -12,6 +12,7 @@ def same(a, b) -> bool:
     if type(a) is list:
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if type(a) is dict:
-        return len(a) == len(b) and all(same(k1, k2) and same(v1, v2)
-                                        for (k1, v1), (k2, v2) in zip(a.items(), b.items()))
+        return len(a) == len(b) and all(
+            same(k1, k2) and same(v1, v2) for (k1, v1), (k2, v2) in zip(a.items(), b.items())
+        )
     return a == b

@@ -31,11 +31,11 @@ import textwrap
 
 import msgpack
 import pytest
+from fuzz_support import same
 from hypothesis import HealthCheck, assume, event, example, given, note, settings
 from hypothesis import strategies as st
 
 from lackjail import lang
-from fuzz_support import same
 
 BUDGET = settings.default.max_examples
 
@@ -180,7 +180,9 @@ class Reference:
     def _start(self):
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", REFERENCE, json.dumps(list(lang.ALLOWED_BUILTINS))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
 
     def run(self, src: str, params: dict) -> dict:
@@ -193,8 +195,9 @@ class Reference:
             head = self.proc.stdout.read(4)
             if len(head) < 4:
                 raise BrokenPipeError
-            return msgpack.unpackb(self.proc.stdout.read(struct.unpack(">I", head)[0]), raw=False,
-                                   strict_map_key=False)
+            return msgpack.unpackb(
+                self.proc.stdout.read(struct.unpack(">I", head)[0]), raw=False, strict_map_key=False
+            )
         except (BrokenPipeError, OSError):
             self.close()
             return {"status": "heavy", "why": "the reference process died"}
@@ -234,7 +237,9 @@ def fresh_jail(require_nsjail):
 # -- comparison ---------------------------------------------------------------
 
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-PRINT = re.compile(r"<function [\w.<>]*\bprint at ")  # each side's capturing print is its own function
+PRINT = re.compile(
+    r"<function [\w.<>]*\bprint at "
+)  # each side's capturing print is its own function
 
 
 def _norm(value):
@@ -260,7 +265,10 @@ def compare(jail, reference, src: str, params: dict):
     note(f"program:\n{src}\nparams: {params!r}")
     note(f"reference: {ref!r}")
     note(f"jail: {got.status} value={got.value!r} output={got.output!r} errors={got.errors!r}")
-    event(f"{ref['status']}" + (f" {ref['message'].partition(':')[0]}" if ref["status"] == "error" else ""))
+    event(
+        f"{ref['status']}"
+        + (f" {ref['message'].partition(':')[0]}" if ref["status"] == "error" else "")
+    )
     assert got.status == ref["status"], (got.status, got.errors, ref)
     assert _norm(got.output) == _norm(ref["output"])
     if ref["status"] == "ok":
@@ -273,14 +281,40 @@ def compare(jail, reference, src: str, params: dict):
 
 # -- the program generator -----------------------------------------------------
 
-I, F, S, B, LI, LS, D, X = "int", "float", "str", "bool", "list[int]", "list[str]", "dict[str,int]", "misc"
+I, F, S, B, LI, LS, D, X = (
+    "int",
+    "float",
+    "str",
+    "bool",
+    "list[int]",
+    "list[str]",
+    "dict[str,int]",
+    "misc",
+)
 TYPES = (I, F, S, B, LI, LS, D, X)
 SMALL = st.integers(0, 4).map(str)
 INT_LIT = st.integers(-9, 30).map(lambda n: f"({n})" if n < 0 else str(n))
 FLOAT_LIT = st.floats(-50, 50, width=32).map(repr)
-TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from("ab %s-_.,:0123 \t\n\\'\"é€𝔘\ud800"), max_size=6)
+TEXT = st.text(
+    st.characters(codec="utf-8") | st.sampled_from("ab %s-_.,:0123 \t\n\\'\"é€𝔘\ud800"), max_size=6
+)
 STR_LIT = TEXT.map(repr)
-FORMAT_SPECS = ["", ":>5", ":^7", ":<3", ":.2f", ":08.3f", ":e", ":,", ":x", ":d", ":%", "!r", "!s", ":+"]
+FORMAT_SPECS = [
+    "",
+    ":>5",
+    ":^7",
+    ":<3",
+    ":.2f",
+    ":08.3f",
+    ":e",
+    ":,",
+    ":x",
+    ":d",
+    ":%",
+    "!r",
+    "!s",
+    ":+",
+]
 CMP = ["==", "!=", "<", "<=", ">", ">="]
 ARITH = ["+", "-", "*", "//", "%"]
 TYPE_NAMES = ["int", "str", "float", "bool", "list", "dict", "tuple", "set"]
@@ -326,8 +360,14 @@ class Program:
             B: lambda: self.pick(["True", "False"]),
             LI: lambda: "[" + ", ".join(self.draw(st.lists(INT_LIT, max_size=5))) + "]",
             LS: lambda: "[" + ", ".join(self.draw(st.lists(STR_LIT, max_size=4))) + "]",
-            D: lambda: "{" + ", ".join(f"{k}: {v}" for k, v in self.draw(
-                st.lists(st.tuples(STR_LIT, INT_LIT), max_size=4))) + "}",
+            D: lambda: (
+                "{"
+                + ", ".join(
+                    f"{k}: {v}"
+                    for k, v in self.draw(st.lists(st.tuples(STR_LIT, INT_LIT), max_size=4))
+                )
+                + "}"
+            ),
             X: lambda: self.pick(["None", "(1, 'a')", "b'ab\\x00'", "range(3)", "{1, 2}", "()"]),
         }[ty]
         if var is not None and self.draw(st.booleans()):
@@ -357,8 +397,11 @@ class Program:
         self.lines.append("    " * depth + text)
 
     def statement(self, depth):
-        kind = self.pick(["assign", "assign", "aug", "mutate", "print", "for", "if"] if depth < 2
-                         else ["assign", "aug", "mutate", "print"])
+        kind = self.pick(
+            ["assign", "assign", "aug", "mutate", "print", "for", "if"]
+            if depth < 2
+            else ["assign", "aug", "mutate", "print"]
+        )
         if kind == "assign":
             ty = self.pick(TYPES[:-1])
             own = [n for n in self.scope[ty] if n.startswith("v")]
@@ -377,13 +420,24 @@ class Program:
             lst, dct = self.var(LI), self.var(D)
             options = []
             if lst:
-                options += [f"{lst}.append({self.expr(I, 1)})", f"{lst}.extend({self.expr(LI, 1)})",
-                            f"{lst}.sort()", f"{lst}.reverse()", f"{lst}.pop()", f"{lst}.insert(0, {self.expr(I, 1)})",
-                            f"{lst}[{self.expr(I, 1)}] = {self.expr(I, 1)}", f"{lst}.remove({self.expr(I, 0)})",
-                            f"{lst}.sort(key=lambda k: -k)"]
+                options += [
+                    f"{lst}.append({self.expr(I, 1)})",
+                    f"{lst}.extend({self.expr(LI, 1)})",
+                    f"{lst}.sort()",
+                    f"{lst}.reverse()",
+                    f"{lst}.pop()",
+                    f"{lst}.insert(0, {self.expr(I, 1)})",
+                    f"{lst}[{self.expr(I, 1)}] = {self.expr(I, 1)}",
+                    f"{lst}.remove({self.expr(I, 0)})",
+                    f"{lst}.sort(key=lambda k: -k)",
+                ]
             if dct:
-                options += [f"{dct}[{self.expr(S, 1)}] = {self.expr(I, 1)}", f"{dct}.pop({self.expr(S, 0)})",
-                            f"{dct}.update({self.expr(D, 1)})", f"{dct}.setdefault({self.expr(S, 0)}, 0)"]
+                options += [
+                    f"{dct}[{self.expr(S, 1)}] = {self.expr(I, 1)}",
+                    f"{dct}.pop({self.expr(S, 0)})",
+                    f"{dct}.update({self.expr(D, 1)})",
+                    f"{dct}.setdefault({self.expr(S, 0)}, 0)",
+                ]
             if not options:
                 return self.statement(depth)
             self.emit(depth, self.pick(options))
@@ -429,8 +483,12 @@ def _type_of(value):
     if isinstance(value, bool):
         return B
     return {int: I, float: F, str: S}.get(type(value)) or (
-        LS if isinstance(value, list) and value and isinstance(value[0], str) else
-        LI if isinstance(value, list) else D)
+        LS
+        if isinstance(value, list) and value and isinstance(value[0], str)
+        else LI
+        if isinstance(value, list)
+        else D
+    )
 
 
 def _fstring(p, e):
@@ -459,13 +517,17 @@ _BUILDERS = {
         lambda p, e: f"{e(LI)}.{p.pick(['count', 'index'])}({e(I)})",
         lambda p, e: f"({e(I)} if {e(B)} else {e(I)})",
         lambda p, e: f"(-{e(I)})",
-        lambda p, e: (lambda c: f"len([{c[0]} for {c[1]} in {c[2]}{c[3]}])")(p.comp(e, I, e(LI), I)),
+        lambda p, e: (lambda c: f"len([{c[0]} for {c[1]} in {c[2]}{c[3]}])")(
+            p.comp(e, I, e(LI), I)
+        ),
     ],
     F: [
         lambda p, e: f"({e(I)} / {e(I)})",
         lambda p, e: f"({e(F)} {p.pick(ARITH + ['/'])} {e(p.pick([F, I]))})",
         lambda p, e: f"float({e(p.pick([I, S]))})",
-        lambda p, e: p.pick(["float('inf')", "float('-inf')", "float('nan')", "float('1e308') * 10"]),
+        lambda p, e: p.pick(
+            ["float('inf')", "float('-inf')", "float('nan')", "float('1e308') * 10"]
+        ),
         lambda p, e: f"round({e(F)}, {p.draw(SMALL)})",
         lambda p, e: f"abs({e(F)})",
         lambda p, e: f"(sum({e(LI)}) / len({e(LI)}))",
@@ -474,7 +536,9 @@ _BUILDERS = {
         lambda p, e: f"({e(S)} + {e(S)})",
         lambda p, e: f"({e(S)} * {p.draw(SMALL)})",
         lambda p, e: f"str({e(p.pick(TYPES))})",
-        lambda p, e: f"{e(S)}.{p.pick(['upper', 'lower', 'strip', 'title', 'casefold', 'swapcase'])}()",
+        lambda p, e: (
+            f"{e(S)}.{p.pick(['upper', 'lower', 'strip', 'title', 'casefold', 'swapcase'])}()"
+        ),
         lambda p, e: f"{e(S)}.replace({e(S)}, {e(S)})",
         lambda p, e: f"{e(S)}.join({e(LS)})",
         lambda p, e: f"{e(S)}[{e(I)}]",
@@ -506,7 +570,9 @@ _BUILDERS = {
         lambda p, e: f"list(range({p.draw(SMALL)}, {p.draw(INT_LIT)}))",
         lambda p, e: f"list(range({p.draw(INT_LIT)}, {p.draw(INT_LIT)}, {p.draw(INT_LIT)}))",
         lambda p, e: f"sorted({e(LI)}, reverse={e(B)})",
-        lambda p, e: (lambda k: f"sorted({e(LI)}, key=lambda {k}: {p.bound(I, k, lambda: e(I))})")(p.name("k")),
+        lambda p, e: (lambda k: f"sorted({e(LI)}, key=lambda {k}: {p.bound(I, k, lambda: e(I))})")(
+            p.name("k")
+        ),
         lambda p, e: f"list(reversed({e(LI)}))",
         lambda p, e: (lambda c: f"[{c[0]} for {c[1]} in {c[2]}{c[3]}]")(p.comp(e, I, e(LI), I)),
         lambda p, e: (lambda c: f"[{c[0]} for {c[1]} in {c[2]}{c[3]}]")(p.comp(e, S, e(LS), I)),
@@ -529,10 +595,14 @@ _BUILDERS = {
         lambda p, e: f"list({e(S)})",
         lambda p, e: f"({e(LS)} + {e(LS)})",
         lambda p, e: f"sorted({e(LS)}, key={p.pick(['len', 'str', 'abs'])})",
-        lambda p, e: (lambda k: f"sorted({e(LS)}, key=lambda {k}: {p.bound(S, k, lambda: e(p.pick([S, I])))})")(p.name("k")),
+        lambda p, e: (
+            lambda k: f"sorted({e(LS)}, key=lambda {k}: {p.bound(S, k, lambda: e(p.pick([S, I])))})"
+        )(p.name("k")),
     ],
     D: [
-        lambda p, e: (lambda c: f"{{{c[1]}: {c[0]} for {c[1]} in {c[2]}{c[3]}}}")(p.comp(e, S, e(LS), I)),
+        lambda p, e: (lambda c: f"{{{c[1]}: {c[0]} for {c[1]} in {c[2]}{c[3]}}}")(
+            p.comp(e, S, e(LS), I)
+        ),
         lambda p, e: f"dict(zip({e(LS)}, {e(LI)}))",
         lambda p, e: f"dict({e(D)})",
         lambda p, e: f"{{**{e(D)}, {e(S)}: {e(I)}}}",
@@ -557,15 +627,20 @@ _BUILDERS = {
 }
 
 PARAM_VALUES = st.one_of(
-    st.integers(-1000, 1000), st.floats(-1e6, 1e6), st.text(max_size=8),
-    st.lists(st.integers(-50, 50), max_size=5), st.lists(st.text(max_size=4), min_size=1, max_size=4),
+    st.integers(-1000, 1000),
+    st.floats(-1e6, 1e6),
+    st.text(max_size=8),
+    st.lists(st.integers(-50, 50), max_size=5),
+    st.lists(st.text(max_size=4), min_size=1, max_size=4),
     st.dictionaries(st.text(max_size=4), st.integers(-9, 9), max_size=4),
 )
 
 
 @st.composite
 def programs(draw):
-    params = draw(st.dictionaries(st.sampled_from(["p0", "p1", "p2", "p3"]), PARAM_VALUES, max_size=3))
+    params = draw(
+        st.dictionaries(st.sampled_from(["p0", "p1", "p2", "p3"]), PARAM_VALUES, max_size=3)
+    )
     prog = Program(draw, params)
     prog.block(0, draw(st.integers(1, 7)))
     if draw(st.integers(0, 4)):

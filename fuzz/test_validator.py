@@ -28,19 +28,119 @@ PARAMS = ("path",)
 
 # The language, restated independently of lackjail.lang.grammar.
 ALLOWED_NODES = {
-    "Module", "Expr", "Assign", "AugAssign", "For", "If", "Call", "Name", "Attribute", "Subscript", "List",
-    "Dict", "Tuple", "Set", "ListComp", "DictComp", "SetComp", "Compare", "BoolOp", "UnaryOp", "BinOp",
-    "JoinedStr", "FormattedValue", "Constant", "Starred", "Slice", "comprehension", "IfExp", "keyword",
-    "Lambda", "arguments", "arg", "Load", "Store",
-    "Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Not", "USub", "UAdd", "And", "Or",
-    "Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "Is", "IsNot", "In", "NotIn",
+    "Module",
+    "Expr",
+    "Assign",
+    "AugAssign",
+    "For",
+    "If",
+    "Call",
+    "Name",
+    "Attribute",
+    "Subscript",
+    "List",
+    "Dict",
+    "Tuple",
+    "Set",
+    "ListComp",
+    "DictComp",
+    "SetComp",
+    "Compare",
+    "BoolOp",
+    "UnaryOp",
+    "BinOp",
+    "JoinedStr",
+    "FormattedValue",
+    "Constant",
+    "Starred",
+    "Slice",
+    "comprehension",
+    "IfExp",
+    "keyword",
+    "Lambda",
+    "arguments",
+    "arg",
+    "Load",
+    "Store",
+    "Add",
+    "Sub",
+    "Mult",
+    "Div",
+    "FloorDiv",
+    "Mod",
+    "Not",
+    "USub",
+    "UAdd",
+    "And",
+    "Or",
+    "Eq",
+    "NotEq",
+    "Lt",
+    "LtE",
+    "Gt",
+    "GtE",
+    "Is",
+    "IsNot",
+    "In",
+    "NotIn",
 }
-BUILTINS = {"len", "sorted", "reversed", "enumerate", "zip", "range", "min", "max", "sum", "any", "all", "abs",
-            "round", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "isinstance", "print"}
+BUILTINS = {
+    "len",
+    "sorted",
+    "reversed",
+    "enumerate",
+    "zip",
+    "range",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "abs",
+    "round",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "isinstance",
+    "print",
+}
 CALLABLE = BUILTINS | set(TOOLS) | set(PARAMS)
-DANGEROUS = {"eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "globals", "locals",
-             "vars", "dir", "type", "object", "breakpoint", "input", "super", "id", "iter", "next", "chr", "ord",
-             "format", "bytes", "bytearray", "memoryview", "exit", "quit", "help"}
+DANGEROUS = {
+    "eval",
+    "exec",
+    "compile",
+    "open",
+    "getattr",
+    "setattr",
+    "delattr",
+    "hasattr",
+    "globals",
+    "locals",
+    "vars",
+    "dir",
+    "type",
+    "object",
+    "breakpoint",
+    "input",
+    "super",
+    "id",
+    "iter",
+    "next",
+    "chr",
+    "ord",
+    "format",
+    "bytes",
+    "bytearray",
+    "memoryview",
+    "exit",
+    "quit",
+    "help",
+}
 BAD_ATTRIBUTE_PREFIXES = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
 
@@ -54,8 +154,11 @@ def assert_obeys_language(source):
     for node in ast.walk(tree):
         assert type(node).__name__ in ALLOWED_NODES, ast.dump(node)
         if isinstance(node, ast.Attribute):
-            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in ("format", "format_map",
-                                                                                           "mro")
+            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in (
+                "format",
+                "format_map",
+                "mro",
+            )
             assert not isinstance(node.ctx, ast.Store)
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, str):
@@ -66,7 +169,9 @@ def assert_obeys_language(source):
                 assert len(str(node.value)) <= 100
         elif isinstance(node, ast.Call):
             func = node.func
-            assert isinstance(func, ast.Attribute) or (isinstance(func, ast.Name) and func.id in CALLABLE)
+            assert isinstance(func, ast.Attribute) or (
+                isinstance(func, ast.Name) and func.id in CALLABLE
+            )
             key_lambdas.update(id(kw.value) for kw in node.keywords if kw.arg == "key")
             owner = func.value if isinstance(func, ast.Attribute) else func
             to_tool = isinstance(owner, ast.Name) and owner.id in TOOLS
@@ -74,8 +179,9 @@ def assert_obeys_language(source):
                 if kw.arg is None:  # **mapping: only dict() and tools, never a key= in disguise
                     assert to_tool or (isinstance(func, ast.Name) and func.id == "dict")
                 elif kw.arg == "key" and not to_tool:
-                    assert isinstance(kw.value, ast.Lambda) or (isinstance(kw.value, ast.Name)
-                                                                and kw.value.id in CALLABLE)
+                    assert isinstance(kw.value, ast.Lambda) or (
+                        isinstance(kw.value, ast.Name) and kw.value.id in CALLABLE
+                    )
         elif isinstance(node, ast.Name):
             assert node.id not in DANGEROUS and not node.id.startswith("__")
             if isinstance(node.ctx, ast.Store):
@@ -138,14 +244,73 @@ def test_generated_python_from_nodes(source):
 # A generator of lackpy-looking programs, mostly made of allowed pieces with
 # forbidden ones mixed in, so that many are accepted and the invariants are exercised.
 GOOD_NAMES = ["x", "y", "_", "path", "words"]
-BAD_NAMES = ["read_file", "fs", "len", "print", "eval", "getattr", "type", "vars", "chr", "format",
-             "__import__", "__builtins__", "ｅｖａｌ", "𝐥𝐞𝐧", "café"]
-CALLEES = ["len", "sorted", "print", "str", "range", "read_file", "fs.read", "path", "x", "eval", "ｌｅｎ"]
+BAD_NAMES = [
+    "read_file",
+    "fs",
+    "len",
+    "print",
+    "eval",
+    "getattr",
+    "type",
+    "vars",
+    "chr",
+    "format",
+    "__import__",
+    "__builtins__",
+    "ｅｖａｌ",
+    "𝐥𝐞𝐧",
+    "café",
+]
+CALLEES = [
+    "len",
+    "sorted",
+    "print",
+    "str",
+    "range",
+    "read_file",
+    "fs.read",
+    "path",
+    "x",
+    "eval",
+    "ｌｅｎ",
+]
 GOOD_ATTRIBUTES = ["upper", "split", "append", "items", "get", "decode"]
-BAD_ATTRIBUTES = ["format", "format_map", "mro", "__class__", "__self__", "_x", "gi_frame", "f_globals",
-                  "tb_frame", "co_code", "ｆormat"]
-GOOD_CONSTANTS = ["1", "0", "-2", "1.5", "None", "True", "'a'", "'_'", "b'x'", "'%c'", "...", "f'{x}'"]
-BAD_CONSTANTS = ["'__'", "'_' '_'", "'\\x5f\\x5f'", "b'__'", "'{0.__class__}'", "9" * 101, "f'{x:__}'"]
+BAD_ATTRIBUTES = [
+    "format",
+    "format_map",
+    "mro",
+    "__class__",
+    "__self__",
+    "_x",
+    "gi_frame",
+    "f_globals",
+    "tb_frame",
+    "co_code",
+    "ｆormat",
+]
+GOOD_CONSTANTS = [
+    "1",
+    "0",
+    "-2",
+    "1.5",
+    "None",
+    "True",
+    "'a'",
+    "'_'",
+    "b'x'",
+    "'%c'",
+    "...",
+    "f'{x}'",
+]
+BAD_CONSTANTS = [
+    "'__'",
+    "'_' '_'",
+    "'\\x5f\\x5f'",
+    "b'__'",
+    "'{0.__class__}'",
+    "9" * 101,
+    "f'{x:__}'",
+]
 GOOD_BINARY = ["+", "-", "*", "/", "//", "%", "and", "or", "==", "<", "in", "is not"]
 BAD_BINARY = ["**", "|", "&", "^", "<<", "@"]
 
@@ -169,30 +334,41 @@ def _expressions():
 
     def extend(inner):
         pair = st.tuples(inner, inner)
-        return rarely(allowed(inner, pair), st.one_of(  # constructs that are always rejected
-            inner.map(lambda e: f"(lambda: {e})"),
-            inner.map(lambda e: f"({e} for a in b)"),
-            inner.map(lambda e: f"(y := {e})"),
-        ))
+        return rarely(
+            allowed(inner, pair),
+            st.one_of(  # constructs that are always rejected
+                inner.map(lambda e: f"(lambda: {e})"),
+                inner.map(lambda e: f"({e} for a in b)"),
+                inner.map(lambda e: f"(y := {e})"),
+            ),
+        )
 
     def allowed(inner, pair):
         return st.one_of(
-            st.tuples(inner, mostly(GOOD_BINARY, BAD_BINARY), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, mostly(GOOD_BINARY, BAD_BINARY), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
             st.tuples(inner, ATTRIBUTES).map(lambda t: f"({t[0]}).{t[1]}"),
             st.tuples(st.sampled_from(CALLEES), st.lists(inner, max_size=3)).map(
-                lambda t: f"{t[0]}({', '.join(t[1])})"),
+                lambda t: f"{t[0]}({', '.join(t[1])})"
+            ),
             st.tuples(inner, ATTRIBUTES, inner).map(lambda t: f"({t[0]}).{t[1]}({t[2]})"),
             st.tuples(inner, mostly(["a", "_"], BAD_NAMES), inner).map(
-                lambda t: f"sorted({t[0]}, key=lambda {t[1]}: {t[2]})"),
+                lambda t: f"sorted({t[0]}, key=lambda {t[1]}: {t[2]})"
+            ),
             st.tuples(inner, inner).map(lambda t: f"max({t[0]}, key={t[1]})"),
             st.tuples(st.sampled_from(["dict", "sorted", "read_file", "x.get"]), inner).map(
-                lambda t: f"{t[0]}(**{{'key': {t[1]}}})"),
-            st.tuples(inner, st.sampled_from(["len", "str", "read_file"])).map(lambda t: f"min({t[0]}, key={t[1]})"),
+                lambda t: f"{t[0]}(**{{'key': {t[1]}}})"
+            ),
+            st.tuples(inner, st.sampled_from(["len", "str", "read_file"])).map(
+                lambda t: f"min({t[0]}, key={t[1]})"
+            ),
             st.lists(inner, max_size=3).map(lambda es: f"[{', '.join(es)}]"),
             pair.map(lambda t: f"{{{t[0]}: {t[1]}}}"),
             pair.map(lambda t: f"({t[0]})[{t[1]}]"),
             st.tuples(inner, mostly(["a", "_"], BAD_NAMES), inner, inner).map(
-                lambda t: f"[{t[0]} for {t[1]} in {t[2]} if {t[3]}]"),
+                lambda t: f"[{t[0]} for {t[1]} in {t[2]} if {t[3]}]"
+            ),
             inner.map(lambda e: f"f'{{{e}}}'"),
             st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
             st.tuples(mostly(["-", "not "], ["~"]), inner).map(lambda t: f"({t[0]}{t[1]})"),
@@ -202,20 +378,32 @@ def _expressions():
 
 
 def _statements(expr):
-    targets = mostly(["x", "y", "_", "words", "a, *b", "d['k']"], ["path", "len", "read_file", "fs", "x.y"])
+    targets = mostly(
+        ["x", "y", "_", "words", "a, *b", "d['k']"], ["path", "len", "read_file", "fs", "x.y"]
+    )
     simple = st.one_of(
         st.tuples(targets, expr).map(lambda t: f"{t[0]} = {t[1]}"),
-        st.tuples(targets, mostly(["+=", "-="], ["**=", "|="]), expr).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
+        st.tuples(targets, mostly(["+=", "-="], ["**=", "|="]), expr).map(
+            lambda t: f"{t[0]} {t[1]} {t[2]}"
+        ),
         expr,
     )
-    return rarely(st.one_of(
-        simple, simple,
-        st.tuples(targets, st.one_of(NAMES, expr), simple).map(lambda t: f"for {t[0]} in {t[1]}:\n    {t[2]}"),
-        st.tuples(expr, simple, simple).map(lambda t: f"if {t[0]}:\n    {t[1]}\nelse:\n    {t[2]}"),
-    ), st.one_of(
-        st.sampled_from(["import os", "del x", "pass", "global x", "x: int = 1"]),
-        st.tuples(expr, simple).map(lambda t: f"while {t[0]}:\n    {t[1]}"),
-    ))
+    return rarely(
+        st.one_of(
+            simple,
+            simple,
+            st.tuples(targets, st.one_of(NAMES, expr), simple).map(
+                lambda t: f"for {t[0]} in {t[1]}:\n    {t[2]}"
+            ),
+            st.tuples(expr, simple, simple).map(
+                lambda t: f"if {t[0]}:\n    {t[1]}\nelse:\n    {t[2]}"
+            ),
+        ),
+        st.one_of(
+            st.sampled_from(["import os", "del x", "pass", "global x", "x: int = 1"]),
+            st.tuples(expr, simple).map(lambda t: f"while {t[0]}:\n    {t[1]}"),
+        ),
+    )
 
 
 PROGRAMS = st.lists(_statements(_expressions()), min_size=1, max_size=4).map("\n".join)
@@ -231,8 +419,11 @@ def test_generated_lackpy_like_programs(source):
 
 def test_the_program_generator_reaches_accepted_programs():
     # Otherwise the invariant checks above would be vacuous.
-    found = find(PROGRAMS, lambda s: validate(s, tools=TOOLS, params=PARAMS).valid and "key=lambda" in s,
-                 settings=settings(max_examples=5000, deadline=None, database=None))
+    found = find(
+        PROGRAMS,
+        lambda s: validate(s, tools=TOOLS, params=PARAMS).valid and "key=lambda" in s,
+        settings=settings(max_examples=5000, deadline=None, database=None),
+    )
     assert_obeys_language(found)
 
 
@@ -258,7 +449,9 @@ ESCAPES = [
 def mutated_escapes(draw):
     """A known escape with a few characters inserted, deleted or replaced."""
     text = draw(st.sampled_from(ESCAPES))
-    alphabet = st.sampled_from(list("_.()[]'\"{}:=,+*-\n #\\ab0xyｅ\x00") + ["__", "eval", "format", "lambda "])
+    alphabet = st.sampled_from(
+        list("_.()[]'\"{}:=,+*-\n #\\ab0xyｅ\x00") + ["__", "eval", "format", "lambda "]
+    )
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(text)))
         action = draw(st.sampled_from(["insert", "delete", "replace"]))
@@ -266,9 +459,9 @@ def mutated_escapes(draw):
         if action == "insert":
             text = text[:at] + piece + text[at:]
         elif action == "delete":
-            text = text[:at] + text[at + 1:]
+            text = text[:at] + text[at + 1 :]
         else:
-            text = text[:at] + piece + text[at + 1:]
+            text = text[:at] + piece + text[at + 1 :]
     return text
 
 

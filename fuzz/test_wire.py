@@ -26,12 +26,12 @@ import tracemalloc
 
 import msgpack
 import pytest
+from fuzz_support import same
 from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 from lackjail import protocol
 from lackjail.pool.worker import Worker
-from fuzz_support import same
 
 BUDGET = settings.default.max_examples
 
@@ -53,11 +53,25 @@ SPEC = {
     "ready": {"gen": "int"},
     "pong": {"id": "int"},
     "done": {"gen": "int", "code": "int?", "signal": "int?", "cpu_ms": "num", "max_rss_kb": "int"},
-    "run": {"id": "str", "src": "str", "params": "dict", "tools": "list", "jail_tools": "dict", "filename": "str"},
+    "run": {
+        "id": "str",
+        "src": "str",
+        "params": "dict",
+        "tools": "list",
+        "jail_tools": "dict",
+        "filename": "str",
+    },
     "return": {"seq": "int", "ok": "bool", "value": "any", "error": "str?", "stop": "str?"},
     "output": {"text": "str"},
     "call": {"seq": "int", "tool": "str", "args": "list", "kwargs": "dict"},
-    "result": {"id": "str", "status": "str", "value": "any", "errors": "list", "cpu_ms": "num", "max_rss_kb": "int"},
+    "result": {
+        "id": "str",
+        "status": "str",
+        "value": "any",
+        "errors": "list",
+        "cpu_ms": "num",
+        "max_rss_kb": "int",
+    },
 }
 
 
@@ -154,7 +168,9 @@ def field(kind: str):
 
 def message(kinds=tuple(SPEC)):
     return st.sampled_from(sorted(kinds)).flatmap(
-        lambda kind: st.fixed_dictionaries({"t": st.just(kind), **{k: field(v) for k, v in SPEC[kind].items()}})
+        lambda kind: st.fixed_dictionaries(
+            {"t": st.just(kind), **{k: field(v) for k, v in SPEC[kind].items()}}
+        )
     )
 
 
@@ -195,23 +211,28 @@ def near_valid(draw):
             depth = draw(st.integers(protocol.MAX_DEPTH - 3, protocol.MAX_DEPTH + 3))
             value = draw(SCALARS)
             for _ in range(depth):
-                value = draw(st.sampled_from(["list", "dict"])) == "list" and [value] or {"k": value}
+                value = (
+                    draw(st.sampled_from(["list", "dict"])) == "list" and [value] or {"k": value}
+                )
             msg[draw(st.sampled_from(keys))] = value
     return msg
 
 
 # -- round trips -------------------------------------------------------------
 
+
 def _chunks(data: bytes, sizes: list[int]):
     pos, i = 0, 0
     while pos < len(data):
         n = sizes[i % len(sizes)] if sizes else len(data)
-        yield data[pos:pos + n]
+        yield data[pos : pos + n]
         pos += n
         i += 1
 
 
-@given(msgs=st.lists(MESSAGES, min_size=1, max_size=6), sizes=st.lists(st.integers(1, 40), max_size=8))
+@given(
+    msgs=st.lists(MESSAGES, min_size=1, max_size=6), sizes=st.lists(st.integers(1, 40), max_size=8)
+)
 def test_every_message_type_round_trips(msgs, sizes):
     frames = [protocol.encode(m) for m in msgs]
     for msg, frame in zip(msgs, frames):
@@ -244,6 +265,7 @@ def test_every_message_type_round_trips(msgs, sizes):
 
 # -- hostile input: only ProtocolError, and exactly the schema ---------------
 
+
 @given(st.binary(max_size=400))
 @example(b"\x81\xa1t\xa4stop")
 @example(b"\x82\xa1t\xa4ping\xa2id\xc3")  # id: True
@@ -271,18 +293,29 @@ def test_decoder_accepts_exactly_the_schema(msg, expect):
     assert same(decoded, msg)
 
 
-@pytest.mark.parametrize("kind,key,value", [
-    ("done", "cpu_ms", True),
-    ("done", "code", False),
-    ("done", "signal", True),
-    ("result", "cpu_ms", False),
-])
+@pytest.mark.parametrize(
+    "kind,key,value",
+    [
+        ("done", "cpu_ms", True),
+        ("done", "code", False),
+        ("done", "signal", True),
+        ("result", "cpu_ms", False),
+    ],
+)
 def test_numbers_on_the_wire_are_never_bools(kind, key, value):
     """`ping.id: True` is refused (tests/test_protocol.py); the other numeric fields must be as strict:
     a jail's `cpu_ms: true` would otherwise reach Result.stats and the --json contract."""
     msg = {
         "done": {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 0.5, "max_rss_kb": 1},
-        "result": {"t": "result", "id": "a", "status": "ok", "value": 1, "errors": [], "cpu_ms": 0.5, "max_rss_kb": 1},
+        "result": {
+            "t": "result",
+            "id": "a",
+            "status": "ok",
+            "value": 1,
+            "errors": [],
+            "cpu_ms": 0.5,
+            "max_rss_kb": 1,
+        },
     }[kind]
     body = msgpack.packb({**msg, key: value})
     with pytest.raises(protocol.ProtocolError):
@@ -296,12 +329,15 @@ def _nest(depth):
     return value
 
 
-@pytest.mark.parametrize("what,value", [
-    ("too deep", _nest(protocol.MAX_DEPTH + 5)),
-    ("string over MAX_STR", "x" * (protocol.MAX_STR + 1)),
-    ("bytes over MAX_STR", b"x" * (protocol.MAX_STR + 1)),
-    ("array over MAX_ITEMS", [0] * (protocol.MAX_ITEMS + 1)),
-])
+@pytest.mark.parametrize(
+    "what,value",
+    [
+        ("too deep", _nest(protocol.MAX_DEPTH + 5)),
+        ("string over MAX_STR", "x" * (protocol.MAX_STR + 1)),
+        ("bytes over MAX_STR", b"x" * (protocol.MAX_STR + 1)),
+        ("array over MAX_ITEMS", [0] * (protocol.MAX_ITEMS + 1)),
+    ],
+)
 def test_encode_refuses_what_decode_refuses(what, value):
     """encode() is the controller's gate ("Raises ProtocolError if it breaks the caps"; api.py checks
     tool replies with it): whatever it lets through, the other side must be able to decode."""
@@ -315,6 +351,7 @@ def test_encode_refuses_what_decode_refuses(what, value):
 
 # -- mutated streams through the incremental decoder -------------------------
 
+
 @st.composite
 def mutated_stream(draw):
     msgs = draw(st.lists(MESSAGES, min_size=1, max_size=5))
@@ -323,20 +360,26 @@ def mutated_stream(draw):
     kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "header", "splice"]))
     at = draw(st.integers(0, len(stream) - 1))
     if kind == "flip":
-        stream = stream[:at] + bytes([stream[at] ^ draw(st.integers(1, 255))]) + stream[at + 1:]
+        stream = stream[:at] + bytes([stream[at] ^ draw(st.integers(1, 255))]) + stream[at + 1 :]
     elif kind == "insert":
         stream = stream[:at] + draw(st.binary(min_size=1, max_size=12)) + stream[at:]
     elif kind == "delete":
-        stream = stream[:at] + stream[at + draw(st.integers(1, 12)):]
+        stream = stream[:at] + stream[at + draw(st.integers(1, 12)) :]
     elif kind == "truncate":
         stream = stream[:at]
     elif kind == "header":
         starts = [sum(len(f) for f in frames[:i]) for i in range(len(frames))]
         at = draw(st.sampled_from(starts))
-        length = draw(st.sampled_from([0, protocol.MAX_FRAME + 1, 0xFFFFFFFF]) | st.integers(0, 0xFFFFFFFF))
-        stream = stream[:at] + struct.pack(">I", length) + stream[at + 4:]
+        length = draw(
+            st.sampled_from([0, protocol.MAX_FRAME + 1, 0xFFFFFFFF]) | st.integers(0, 0xFFFFFFFF)
+        )
+        stream = stream[:at] + struct.pack(">I", length) + stream[at + 4 :]
     else:
-        stream = stream[:at] + draw(st.binary(max_size=4)) + stream[at:][::-1][:draw(st.integers(0, 30))]
+        stream = (
+            stream[:at]
+            + draw(st.binary(max_size=4))
+            + stream[at:][::-1][: draw(st.integers(0, 30))]
+        )
     return msgs, frames, stream, at
 
 
@@ -364,6 +407,7 @@ def test_mutated_streams_fail_cleanly_and_keep_intact_frames(case, sizes):
 
 
 # -- caps: checked before reading, and no amplification ----------------------
+
 
 @given(st.integers(0, 0xFFFFFFFF), st.binary(max_size=64))
 @example(0xFFFFFFFF, b"")
@@ -427,9 +471,11 @@ def _container_header(kind, n):
 BOMBS = st.builds(
     lambda parts, tail: b"".join(parts) + tail,
     st.lists(
-        st.builds(_container_header,
-                  st.sampled_from(["array16", "array32", "map16", "map32", "str32", "bin32", "fixarray"]),
-                  st.integers(0, 0xFFFFFFFF) | st.sampled_from([protocol.MAX_ITEMS, 1 << 16, 0xFFFF])),
+        st.builds(
+            _container_header,
+            st.sampled_from(["array16", "array32", "map16", "map32", "str32", "bin32", "fixarray"]),
+            st.integers(0, 0xFFFFFFFF) | st.sampled_from([protocol.MAX_ITEMS, 1 << 16, 0xFFFF]),
+        ),
         max_size=300,
     ),
     st.binary(max_size=32),
@@ -470,22 +516,44 @@ STREAM_KINDS = ("output", "call", "result")
 WALL_S, GRACE_S = 0.4, 0.1
 STATUS = st.sampled_from(protocol.STATUSES) | st.text(max_size=6)
 ERRORS = st.lists(
-    st.fixed_dictionaries({"message": st.text(max_size=20)},
-                          optional={"line": st.integers(0, 99) | st.booleans(), "col": st.integers(0, 99)})
+    st.fixed_dictionaries(
+        {"message": st.text(max_size=20)},
+        optional={"line": st.integers(0, 99) | st.booleans(), "col": st.integers(0, 99)},
+    )
     | HOSTILE,
     max_size=3,
 )
-RESULTS = st.fixed_dictionaries({
-    "t": st.just("result"), "id": st.sampled_from([RUN_ID, RUN_ID, "other"]), "status": STATUS,
-    "value": PLAIN, "errors": ERRORS, "cpu_ms": FLOATS.filter(math.isfinite), "max_rss_kb": st.integers(0, 1 << 40),
-})
-OUTPUTS = st.fixed_dictionaries({"t": st.just("output"),
-                                 "text": st.text(max_size=30)
-                                 | st.sampled_from([1000, 33000, OUTPUT_BUDGET + 1]).map(lambda n: "y" * n)})
-CALLS = st.fixed_dictionaries({"t": st.just("call"), "seq": st.integers(0, 9), "tool": st.text(max_size=8),
-                               "args": st.lists(PLAIN, max_size=2), "kwargs": st.dictionaries(st.text(max_size=4), PLAIN, max_size=2)})
+RESULTS = st.fixed_dictionaries(
+    {
+        "t": st.just("result"),
+        "id": st.sampled_from([RUN_ID, RUN_ID, "other"]),
+        "status": STATUS,
+        "value": PLAIN,
+        "errors": ERRORS,
+        "cpu_ms": FLOATS.filter(math.isfinite),
+        "max_rss_kb": st.integers(0, 1 << 40),
+    }
+)
+OUTPUTS = st.fixed_dictionaries(
+    {
+        "t": st.just("output"),
+        "text": st.text(max_size=30)
+        | st.sampled_from([1000, 33000, OUTPUT_BUDGET + 1]).map(lambda n: "y" * n),
+    }
+)
+CALLS = st.fixed_dictionaries(
+    {
+        "t": st.just("call"),
+        "seq": st.integers(0, 9),
+        "tool": st.text(max_size=8),
+        "args": st.lists(PLAIN, max_size=2),
+        "kwargs": st.dictionaries(st.text(max_size=4), PLAIN, max_size=2),
+    }
+)
 PIECES = st.one_of(
-    OUTPUTS.map(raw_frame),  # a hostile jail frames what it likes: protocol.encode would refuse some
+    OUTPUTS.map(
+        raw_frame
+    ),  # a hostile jail frames what it likes: protocol.encode would refuse some
     CALLS.map(raw_frame),
     RESULTS.map(raw_frame),
     message().map(raw_frame),  # any type, mostly not allowed on the run channel
@@ -495,12 +563,22 @@ PIECES = st.one_of(
 )
 
 
-GOOD_RESULTS = st.fixed_dictionaries({
-    "t": st.just("result"), "id": st.just(RUN_ID), "status": st.sampled_from(protocol.STATUSES),
-    "value": PLAIN, "errors": st.lists(st.fixed_dictionaries({"message": st.text(max_size=20)},
-                                                             optional={"line": st.integers(0, 99)}), max_size=2),
-    "cpu_ms": st.floats(0, 1e6), "max_rss_kb": st.integers(0, 1 << 40),
-})
+GOOD_RESULTS = st.fixed_dictionaries(
+    {
+        "t": st.just("result"),
+        "id": st.just(RUN_ID),
+        "status": st.sampled_from(protocol.STATUSES),
+        "value": PLAIN,
+        "errors": st.lists(
+            st.fixed_dictionaries(
+                {"message": st.text(max_size=20)}, optional={"line": st.integers(0, 99)}
+            ),
+            max_size=2,
+        ),
+        "cpu_ms": st.floats(0, 1e6),
+        "max_rss_kb": st.integers(0, 1 << 40),
+    }
+)
 # A well-behaved conversation (output, calls, a result) with at most a little junk after it.
 CONVERSATIONS = st.builds(
     lambda body, result, junk: [*body, result, *junk],
@@ -512,7 +590,9 @@ CONVERSATIONS = st.builds(
 
 def _errors_ok(errors) -> bool:
     return len(errors) <= 1000 and all(
-        type(e) is dict and type(e.get("message")) is str and set(e) <= {"message", "line", "col"}
+        type(e) is dict
+        and type(e.get("message")) is str
+        and set(e) <= {"message", "line", "col"}
         and all(type(e[k]) is int for k in ("line", "col") if k in e)
         for e in errors
     )
@@ -525,14 +605,14 @@ def predict(payload: bytes, tail: str):
     budget = OUTPUT_BUDGET
     broken_somewhere = False
     while len(payload) - pos >= 4:
-        (length,) = struct.unpack(">I", payload[pos:pos + 4])
+        (length,) = struct.unpack(">I", payload[pos : pos + 4])
         if length == 0 or length > protocol.MAX_FRAME:
             broken_somewhere = True
             verdict = verdict or ("error", "protocol")
             break
         if len(payload) - pos - 4 < length:
             break
-        body = payload[pos + 4:pos + 4 + length]
+        body = payload[pos + 4 : pos + 4 + length]
         pos += 4 + length
         try:
             frame = protocol.decode(body, STREAM_KINDS)
@@ -550,7 +630,11 @@ def predict(payload: bytes, tail: str):
                 outputs.append(frame["text"])
         elif frame["t"] == "call":
             calls.append(frame)
-        elif frame["id"] != RUN_ID or frame["status"] not in protocol.STATUSES or not _errors_ok(frame["errors"]):
+        elif (
+            frame["id"] != RUN_ID
+            or frame["status"] not in protocol.STATUSES
+            or not _errors_ok(frame["errors"])
+        ):
             verdict = ("error", "malformed result")
         else:
             verdict, result = (frame["status"], None), frame
@@ -562,11 +646,31 @@ def predict(payload: bytes, tail: str):
 FAKE_SH = 'cat "$1"; cat "$2" >&4; if [ "$3" = exit ]; then exec 4>&-; fi; exec sleep 30'
 
 
-@settings(max_examples=share(0.2, floor=20), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(pieces=st.lists(PIECES, max_size=8) | CONVERSATIONS, tail=st.sampled_from(["exit", "exit", "exit", "stall"]))
-@example(pieces=[protocol.encode({"t": "output", "text": "hi"}),
-                 protocol.encode({"t": "result", "id": RUN_ID, "status": "ok", "value": [1], "errors": [],
-                                  "cpu_ms": 1.0, "max_rss_kb": 10})], tail="exit")
+@settings(
+    max_examples=share(0.2, floor=20),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    pieces=st.lists(PIECES, max_size=8) | CONVERSATIONS,
+    tail=st.sampled_from(["exit", "exit", "exit", "stall"]),
+)
+@example(
+    pieces=[
+        protocol.encode({"t": "output", "text": "hi"}),
+        protocol.encode(
+            {
+                "t": "result",
+                "id": RUN_ID,
+                "status": "ok",
+                "value": [1],
+                "errors": [],
+                "cpu_ms": 1.0,
+                "max_rss_kb": 10,
+            }
+        ),
+    ],
+    tail="exit",
+)
 def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     payload = b"".join(pieces)
     (verdict, message), want_out, want_calls, result, broken = predict(payload, tail)
@@ -574,19 +678,44 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     folder = tmp_path_factory.mktemp("fake")
     (folder / "ready").write_bytes(protocol.encode({"t": "ready", "gen": 1}))
     (folder / "payload").write_bytes(payload)
-    worker = Worker(["/bin/sh", "-c", FAKE_SH, "fake", str(folder / "ready"), str(folder / "payload"), tail],
-                    {"PATH": "/usr/bin:/bin"}, LIMITS, 1, 1)
+    worker = Worker(
+        ["/bin/sh", "-c", FAKE_SH, "fake", str(folder / "ready"), str(folder / "payload"), tail],
+        {"PATH": "/usr/bin:/bin"},
+        LIMITS,
+        1,
+        1,
+    )
     outputs, calls = [], []
 
     def on_call(frame):
         calls.append(frame)
-        return {"t": "return", "seq": frame["seq"], "ok": True, "value": None, "error": None, "stop": None}
+        return {
+            "t": "return",
+            "seq": frame["seq"],
+            "ok": True,
+            "value": None,
+            "error": None,
+            "stop": None,
+        }
 
     try:
         worker.wait_ready(10)
         started = time.monotonic()
-        outcome = worker.execute({"t": "run", "id": RUN_ID, "src": "1", "params": {}, "tools": [], "jail_tools": {},
-                                  "filename": "<fuzz>"}, WALL_S, GRACE_S, on_call, outputs.append)
+        outcome = worker.execute(
+            {
+                "t": "run",
+                "id": RUN_ID,
+                "src": "1",
+                "params": {},
+                "tools": [],
+                "jail_tools": {},
+                "filename": "<fuzz>",
+            },
+            WALL_S,
+            GRACE_S,
+            on_call,
+            outputs.append,
+        )
         took = time.monotonic() - started
     finally:
         worker.kill()
@@ -595,12 +724,15 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     assert outcome.status in protocol.STATUSES
     assert took < WALL_S + GRACE_S + 2.0
     # what reached the callbacks is an in-order prefix of the stream, each item once
-    assert outputs == want_out[:len(outputs)]
+    assert outputs == want_out[: len(outputs)]
     assert len(calls) <= len(want_calls) and all(same(a, b) for a, b in zip(calls, want_calls))
     # A bad frame that arrives in the same read as earlier good frames fails the run before those are
     # acted on (FrameBuffer decodes a whole read at once): then "protocol error" is also a right answer.
-    protocol_error = (outcome.status == "error" and outcome.errors
-                      and "the jail broke the protocol" in outcome.errors[0]["message"])
+    protocol_error = (
+        outcome.status == "error"
+        and outcome.errors
+        and "the jail broke the protocol" in outcome.errors[0]["message"]
+    )
     if broken and protocol_error:
         assert outcome.retire and not worker.alive
         return

@@ -55,8 +55,13 @@ class Result:
 
 
 def _invalid(errors, isolation="", mode="") -> Result:
-    return Result("invalid", errors=errors, isolation=isolation, mode=mode,
-                  stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0})
+    return Result(
+        "invalid",
+        errors=errors,
+        isolation=isolation,
+        mode=mode,
+        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
+    )
 
 
 def param_errors(params: dict, reserved) -> list:
@@ -66,14 +71,27 @@ def param_errors(params: dict, reserved) -> list:
     """
     errors = []
     for name, value in params.items():
-        if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
+        if (
+            not isinstance(name, str)
+            or not name.isidentifier()
+            or not name.isascii()
+            or keyword.iskeyword(name)
+        ):
             errors.append({"message": f"parameter name {name!r} is not a valid identifier"})
         elif name.startswith("_"):
             errors.append({"message": f"parameter name {name!r} must not start with '_'"})
         elif name in reserved:
-            errors.append({"message": f"parameter {name!r} would hide the builtin or tool of that name; rename it"})
+            errors.append(
+                {
+                    "message": f"parameter {name!r} would hide the builtin or tool of that name; rename it"
+                }
+            )
         elif not _plain(value):
-            errors.append({"message": f"parameter {name!r} must be plain data (None/bool/int/float/str/bytes/list/dict)"})
+            errors.append(
+                {
+                    "message": f"parameter {name!r} must be plain data (None/bool/int/float/str/bytes/list/dict)"
+                }
+            )
     return errors
 
 
@@ -90,8 +108,17 @@ def _plain(value, depth=0) -> bool:
 class Jail:
     """A pool of jails under one policy and kit; a context manager."""
 
-    def __init__(self, policy="default", kit=None, workers: int | None = None, workspace=None,
-                 mode: str | None = None, approve=None, isolation: str | None = None, extra_tools=None):
+    def __init__(
+        self,
+        policy="default",
+        kit=None,
+        workers: int | None = None,
+        workspace=None,
+        mode: str | None = None,
+        approve=None,
+        isolation: str | None = None,
+        extra_tools=None,
+    ):
         self.policy: Policy = load_policy(policy)
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.approve = approve
@@ -102,7 +129,7 @@ class Jail:
     def isolation(self) -> str:
         return self.pool.isolation
 
-    def __enter__(self) -> "Jail":
+    def __enter__(self) -> Jail:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -112,8 +139,9 @@ class Jail:
         self.pool.close()
 
     def check(self, program, params=None) -> lang.ValidationResult:
-        return lang.validate(program, tools=self._names(), params=list(params or ()),
-                             limits=self._lang_limits())
+        return lang.validate(
+            program, tools=self._names(), params=list(params or ()), limits=self._lang_limits()
+        )
 
     def _names(self):
         return tuple(self.kit.names) if self.kit is not None else ()
@@ -168,9 +196,13 @@ class Jail:
         source = lang.decode_source(program)  # exactly the text the validator checked
         session = None
         if self.kit is not None:
-            session = self.kit.session(self.policy, self.workspace, approve=approve or self.approve,
-                                       on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
-                                       dry_run=dry_run)
+            session = self.kit.session(
+                self.policy,
+                self.workspace,
+                approve=approve or self.approve,
+                on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
+                dry_run=dry_run,
+            )
         output: list[str] = []
         verdict: list = []  # the controller's own verdict (denied / limit), which wins
 
@@ -181,18 +213,37 @@ class Jail:
 
         def on_call(frame):
             if session is None:
-                return {"t": "return", "seq": frame["seq"], "ok": False, "value": None,
-                        "error": f"no tool named {frame['tool']!r} in this kit", "stop": None}
+                return {
+                    "t": "return",
+                    "seq": frame["seq"],
+                    "ok": False,
+                    "value": None,
+                    "error": f"no tool named {frame['tool']!r} in this kit",
+                    "stop": None,
+                }
             outcome = session.call(frame["tool"], frame["args"], frame["kwargs"])
             if outcome.verdict:
                 verdict.append((outcome.verdict, outcome.error))
-            return {"t": "return", "seq": frame["seq"], "ok": bool(outcome.ok), "value": outcome.value,
-                    "error": outcome.error, "stop": outcome.verdict}
+            return {
+                "t": "return",
+                "seq": frame["seq"],
+                "ok": bool(outcome.ok),
+                "value": outcome.value,
+                "error": outcome.error,
+                "stop": outcome.verdict,
+            }
 
-        run = {"t": "run", "id": uuid.uuid4().hex, "src": source, "params": params,
-               "tools": list(self.kit.host_tools) if self.kit is not None else [],
-               "jail_tools": {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {},
-               "filename": "<lackpy>"}
+        run = {
+            "t": "run",
+            "id": uuid.uuid4().hex,
+            "src": source,
+            "params": params,
+            "tools": list(self.kit.host_tools) if self.kit is not None else [],
+            "jail_tools": {k: list(v) for k, v in self.kit.jail_tools.items()}
+            if self.kit is not None
+            else {},
+            "filename": "<lackpy>",
+        }
         try:
             outcome = self.pool.execute(run, on_call, on_output)
         finally:
@@ -202,8 +253,14 @@ class Jail:
         if verdict and status != "ok":
             status, message = verdict[0]
             errors = [{"message": message or status}]
-        result = Result(status, value if status == "ok" else None, "".join(output), errors,
-                        isolation=self.isolation, mode=mode)
+        result = Result(
+            status,
+            value if status == "ok" else None,
+            "".join(output),
+            errors,
+            isolation=self.isolation,
+            mode=mode,
+        )
         if session is not None:
             from lackjail.kit import CommitError
 
@@ -215,14 +272,19 @@ class Jail:
                 else:
                     try:
                         result.written = session.commit()
-                    except CommitError as exc:  # nothing was written; the run did not do what it said
+                    except (
+                        CommitError
+                    ) as exc:  # nothing was written; the run did not do what it said
                         result.status, result.value = "error", None
-                        result.errors = [{"message": f"the run's writes could not be committed: {exc}"}]
+                        result.errors = [
+                            {"message": f"the run's writes could not be committed: {exc}"}
+                        ]
             else:
                 session.rollback()
         result.stats = {
             "wall_ms": round((time.perf_counter() - started) * 1000, 3),
-            "cpu_ms": outcome.cpu_ms, "max_rss_kb": outcome.max_rss_kb,
+            "cpu_ms": outcome.cpu_ms,
+            "max_rss_kb": outcome.max_rss_kb,
             "tool_calls": len(result.trace),
         }
         return result
@@ -243,7 +305,7 @@ class AsyncJail:
         self._args, self._kwargs = args, kwargs
         self.jail: Jail | None = None
 
-    async def __aenter__(self) -> "AsyncJail":
+    async def __aenter__(self) -> AsyncJail:
         self.jail = await asyncio.to_thread(Jail, *self._args, **self._kwargs)
         return self
 

@@ -28,13 +28,16 @@ def _timeit(fn, n):
 
 def validate_figures(n=2000):
     from lackjail import lang
-    from lackjail.lang.bench_programs import TRIVIAL as T, TWENTY_LINES
+    from lackjail.lang.bench_programs import TRIVIAL as T
+    from lackjail.lang.bench_programs import TWENTY_LINES
 
     for program in (T, TWENTY_LINES):
         lang.validate(program)
     return {
         "validate trivial (median us)": statistics.median(_timeit(lambda: lang.validate(T), n)),
-        "validate 20 lines (median us)": statistics.median(_timeit(lambda: lang.validate(TWENTY_LINES), n)),
+        "validate 20 lines (median us)": statistics.median(
+            _timeit(lambda: lang.validate(TWENTY_LINES), n)
+        ),
     }
 
 
@@ -90,7 +93,9 @@ def jail_figures(n=300, isolation=None):
     for mode in ("fresh", "reuse"):
         with Jail(workers=2, mode=mode, isolation=isolation) as jail:
             jail.pool.wait_full()
-            figures[f"throughput, 2 workers, {mode} (runs/s)"] = _throughput(jail, callers=4, total=n * 4)["runs/s"]
+            figures[f"throughput, 2 workers, {mode} (runs/s)"] = _throughput(
+                jail, callers=4, total=n * 4
+            )["runs/s"]
     return figures
 
 
@@ -136,8 +141,12 @@ def _throughput(jail, callers, total, program=TRIVIAL, expect=3):
     for th in threads:
         th.join()
     elapsed = time.perf_counter() - t
-    return {"runs/s": total / elapsed, "p50 (us)": _pct(latencies, 0.5), "p99 (us)": _pct(latencies, 0.99),
-            "failures": len(failures)}
+    return {
+        "runs/s": total / elapsed,
+        "p50 (us)": _pct(latencies, 0.5),
+        "p99 (us)": _pct(latencies, 0.99),
+        "failures": len(failures),
+    }
 
 
 def echo(value: int) -> int:
@@ -153,14 +162,24 @@ def tool_call_figures(calls=1000, repeats=5):
     from lackjail.api import Jail
     from lackjail.kit import spec_from_function
 
-    host = spec_from_function(echo, name="echo", provider="python",
-                              provider_config={"module": "lackjail.bench", "function": "echo"})
+    host = spec_from_function(
+        echo,
+        name="echo",
+        provider="python",
+        provider_config={"module": "lackjail.bench", "function": "echo"},
+    )
     figures = {}
     with Jail(kit={"echo": host, "word_count": "word_count"}, workers=1, mode="reuse") as jail:
-        for label, tool, expect in (("host tool", "echo", calls * (calls - 1) // 2),
-                                    ("jail-placed tool", "word_count", calls)):
-            program = CALLS.replace("N", str(calls)).replace("TOOL(i)", f"{tool}(i)" if tool == "echo" else f"{tool}('x')")
-            baseline = CALLS.replace("N", str(calls)).replace("TOOL(i)", "abs(1)" if tool != "echo" else "abs(i)")
+        for label, tool, expect in (
+            ("host tool", "echo", calls * (calls - 1) // 2),
+            ("jail-placed tool", "word_count", calls),
+        ):
+            program = CALLS.replace("N", str(calls)).replace(
+                "TOOL(i)", f"{tool}(i)" if tool == "echo" else f"{tool}('x')"
+            )
+            baseline = CALLS.replace("N", str(calls)).replace(
+                "TOOL(i)", "abs(1)" if tool != "echo" else "abs(i)"
+            )
             per_call = []
             for _ in range(repeats):
                 t = time.perf_counter()
@@ -183,4 +202,7 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
     with Jail(workers=workers, mode=mode) as jail:
         jail.pool.wait_full()
         out = _throughput(jail, callers, total)
-    return {f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v for k, v in out.items()}
+    return {
+        f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v
+        for k, v in out.items()
+    }

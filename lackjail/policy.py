@@ -1,6 +1,6 @@
 """Policies: the limits, tool rules and isolation demands a run obeys.
 
-A policy is a TOML file (`policies/NAME.toml`, or any path). Every key is
+A policy is a TOML file (a bundled `lackjail/policies/NAME.toml`, or any path). Every key is
 checked: an unknown key or a bad value is a PolicyError that names the key
 and says what would fit, so a typo never silently weakens a limit.
 """
@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
 ISOLATION_LEVELS = ("nsjail", "seccomp")
 MODES = ("fresh", "reuse")
 
@@ -72,7 +72,7 @@ class Policy:
     pool: PoolSettings = field(default_factory=PoolSettings)
     tools: ToolRules = field(default_factory=ToolRules)
 
-    def replace(self, **sections) -> "Policy":
+    def replace(self, **sections) -> Policy:
         return dataclasses.replace(self, **sections)
 
 
@@ -94,17 +94,24 @@ def _check_value(key: str, value, default):
         return value
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise PolicyError(f"policy key '{key}' must be a positive number of seconds, not {value!r}")
+            raise PolicyError(
+                f"policy key '{key}' must be a positive number of seconds, not {value!r}"
+            )
         return float(value)
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise PolicyError(f"policy key '{key}' must be a list of tool names, e.g. [\"write_file\"]")
+            raise PolicyError(
+                f"policy key '{key}' must be a list of tool names, e.g. [\"write_file\"]"
+            )
         return tuple(value)
     if isinstance(default, dict):
         if not isinstance(value, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value.values()
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+            for v in value.values()
         ):
-            raise PolicyError(f"policy key '{key}' must map tool names to positive seconds, e.g. {{ find_files = 30 }}")
+            raise PolicyError(
+                f"policy key '{key}' must map tool names to positive seconds, e.g. {{ find_files = 30 }}"
+            )
         return {k: float(v) for k, v in value.items()}
     if isinstance(default, str):
         if not isinstance(value, str):
@@ -138,14 +145,18 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             values[key] = _check_value(key, value, "")
         else:
             known = sorted([*_SECTIONS, *_TOP])
-            raise PolicyError(f"unknown policy key '{key}'; known top-level keys: {', '.join(known)}")
+            raise PolicyError(
+                f"unknown policy key '{key}'; known top-level keys: {', '.join(known)}"
+            )
     if values.get("isolation", "nsjail") not in (*ISOLATION_LEVELS, "any"):
         raise PolicyError(
             f"policy key 'isolation' must be one of nsjail, seccomp, any; not {values['isolation']!r}"
         )
     pool = values.get("pool")
     if pool is not None and pool.mode not in MODES:
-        raise PolicyError(f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}")
+        raise PolicyError(
+            f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}"
+        )
     limits = values.get("limits")
     if limits is not None:
         for key in ("memory_mb", "cpu_s", "program_bytes"):
@@ -170,7 +181,9 @@ def load_policy(spec=None) -> Policy:
         path = POLICY_DIR / f"{text}.toml"
         if not path.is_file():
             names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.toml")))
-            raise PolicyError(f"no policy named '{text}'; bundled policies: {names}; or pass a path to a .toml file")
+            raise PolicyError(
+                f"no policy named '{text}'; bundled policies: {names}; or pass a path to a .toml file"
+            )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -179,4 +192,6 @@ def load_policy(spec=None) -> Policy:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
-    return policy_from_dict(data, name=data.get("name", path.stem) if isinstance(data.get("name"), str) else path.stem)
+    return policy_from_dict(
+        data, name=data.get("name", path.stem) if isinstance(data.get("name"), str) else path.stem
+    )

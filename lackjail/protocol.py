@@ -32,10 +32,29 @@ SCHEMAS = {
     # zygote -> controller
     "ready": {"gen": _I},
     "pong": {"id": _I},
-    "done": {"gen": _I, "code": (int, type(None)), "signal": (int, type(None)), "cpu_ms": _F, "max_rss_kb": _I},
+    "done": {
+        "gen": _I,
+        "code": (int, type(None)),
+        "signal": (int, type(None)),
+        "cpu_ms": _F,
+        "max_rss_kb": _I,
+    },
     # controller -> child (run channel)
-    "run": {"id": _S, "src": _S, "params": (dict,), "tools": (list,), "jail_tools": (dict,), "filename": _S},
-    "return": {"seq": _I, "ok": _B, "value": _ANY, "error": (str, type(None)), "stop": (str, type(None))},
+    "run": {
+        "id": _S,
+        "src": _S,
+        "params": (dict,),
+        "tools": (list,),
+        "jail_tools": (dict,),
+        "filename": _S,
+    },
+    "return": {
+        "seq": _I,
+        "ok": _B,
+        "value": _ANY,
+        "error": (str, type(None)),
+        "stop": (str, type(None)),
+    },
     # child -> controller
     "output": {"text": _S},
     "call": {"seq": _I, "tool": _S, "args": (list,), "kwargs": (dict,)},
@@ -76,10 +95,28 @@ def frame_length(header: bytes) -> int:
 
 # msgpack type bytes -> (length bytes, fixed payload) of scalars; strings and
 # containers are handled in scan().
-_FIXED = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,
-          0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+_FIXED = {
+    0xC0: 0,
+    0xC2: 0,
+    0xC3: 0,
+    0xCA: 4,
+    0xCB: 8,
+    0xCC: 1,
+    0xCD: 2,
+    0xCE: 4,
+    0xCF: 8,
+    0xD0: 1,
+    0xD1: 2,
+    0xD2: 4,
+    0xD3: 8,
+}
 _SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin 8/16/32, str 8/16/32
-_CONTAINERS = {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}  # array/map 16/32: (bytes, items each)
+_CONTAINERS = {
+    0xDC: (2, 1),
+    0xDD: (4, 1),
+    0xDE: (2, 2),
+    0xDF: (4, 2),
+}  # array/map 16/32: (bytes, items each)
 
 
 def scan(body: bytes) -> None:
@@ -107,7 +144,7 @@ def scan(body: bytes) -> None:
         if 0xA0 <= b <= 0xBF or b in _SIZED:
             if b in _SIZED:
                 width = _SIZED[b]
-                length = int.from_bytes(body[pos:pos + width], "big")
+                length = int.from_bytes(body[pos : pos + width], "big")
                 pos += width
             else:
                 length = b & 0x1F
@@ -119,20 +156,28 @@ def scan(body: bytes) -> None:
             items, per = b & 0x0F, (2 if b <= 0x8F else 1)
         elif b in _CONTAINERS:
             width, per = _CONTAINERS[b]
-            items = int.from_bytes(body[pos:pos + width], "big")
+            items = int.from_bytes(body[pos : pos + width], "big")
             pos += width
         else:
-            raise ProtocolError(f"type byte 0x{b:02x} (an ext type or reserved) is not allowed on the wire")
+            raise ProtocolError(
+                f"type byte 0x{b:02x} (an ext type or reserved) is not allowed on the wire"
+            )
         if items > MAX_ITEMS:
             raise ProtocolError(f"a container of {items} items exceeds the {MAX_ITEMS}-item cap")
         count = items * per
         if count > size - pos:
-            raise ProtocolError(f"a container announces {count} items but the frame holds {size - pos} bytes")
+            raise ProtocolError(
+                f"a container announces {count} items but the frame holds {size - pos} bytes"
+            )
         if len(pending) > MAX_DEPTH:
             raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels")
         pending.append(count)
     if pos != size:
-        raise ProtocolError(f"frame has {size - pos} bytes after its value" if pos < size else "frame ends inside a value")
+        raise ProtocolError(
+            f"frame has {size - pos} bytes after its value"
+            if pos < size
+            else "frame ends inside a value"
+        )
 
 
 def _ext_refused(code, data):
@@ -175,12 +220,16 @@ def check(msg, expect=None) -> dict:
     if len(msg) != len(schema) + 1:
         extra = sorted(str(k) for k in msg if k != "t" and k not in schema)
         missing = sorted(k for k in schema if k not in msg)
-        raise ProtocolError(f"{kind!r} frame has wrong keys (extra {extra}, missing {missing})"[:200])
+        raise ProtocolError(
+            f"{kind!r} frame has wrong keys (extra {extra}, missing {missing})"[:200]
+        )
     for key, types in schema.items():
         if key not in msg:
             raise ProtocolError(f"{kind!r} frame lacks {key!r}")
         value = msg[key]
-        if types is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+        if types is not None and (
+            not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        ):
             raise ProtocolError(f"{kind!r} frame: {key!r} is a {type(value).__name__}")
     return msg
 

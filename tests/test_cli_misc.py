@@ -8,7 +8,18 @@ from click.testing import CliRunner
 from lackjail.cli import cli
 from tests.test_cli_run import lackjail
 
-SUBCOMMANDS = ["run", "check", "spec", "kit", "delegate", "template", "gate", "serve", "doctor", "bench"]
+SUBCOMMANDS = [
+    "run",
+    "check",
+    "spec",
+    "kit",
+    "delegate",
+    "template",
+    "gate",
+    "serve",
+    "doctor",
+    "bench",
+]
 
 
 def test_every_subcommand_is_registered():
@@ -28,7 +39,9 @@ def test_help_explains_each_option(name):
 
 def test_group_help_documents_exit_codes():
     result = CliRunner().invoke(cli, ["--help"])
-    assert "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input." in result.output
+    assert (
+        "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input." in result.output
+    )
 
 
 def test_unknown_subcommand_is_one_line_exit_2():
@@ -51,10 +64,19 @@ def test_bench_prints_every_named_figure(require_nsjail):
     proc = lackjail("bench", "-n", "10", "--json")
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(proc.stdout)
-    for key in ("validate trivial (median us)", "validate 20 lines (median us)",
-                "in-process compile+exec (median us)", "fresh p50 (us, spare ready)", "fresh p99 (us, spare ready)",
-                "reuse p50 (us)", "reuse p99 (us)", "throughput, 2 workers, fresh (runs/s)",
-                "cold start to first result (ms)", "zygote RSS (MB)",
-                "host tool: cost per call (median us)", "jail-placed tool: cost per call (median us)"):
+    for key in (
+        "validate trivial (median us)",
+        "validate 20 lines (median us)",
+        "in-process compile+exec (median us)",
+        "fresh p50 (us, spare ready)",
+        "fresh p99 (us, spare ready)",
+        "reuse p50 (us)",
+        "reuse p99 (us)",
+        "throughput, 2 workers, fresh (runs/s)",
+        "cold start to first result (ms)",
+        "zygote RSS (MB)",
+        "host tool: cost per call (median us)",
+        "jail-placed tool: cost per call (median us)",
+    ):
         assert isinstance(figures[key], (int, float)) and figures[key] > 0, key
     assert figures["isolation"] == "nsjail"

@@ -13,8 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def lackjail(*args, stdin=None, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "lackjail.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=120, cwd=cwd or ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "lackjail.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd or ROOT,
+        env=env,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -28,13 +35,28 @@ def test_json_contract():
     out = json.loads(proc.stdout)
     for key in ("status", "value", "output", "errors", "trace", "isolation", "stats"):
         assert key in out
-    assert (out["status"], out["value"], out["output"], out["isolation"]) == ("ok", 4, "hi\n", "nsjail")
+    assert (out["status"], out["value"], out["output"], out["isolation"]) == (
+        "ok",
+        4,
+        "hi\n",
+        "nsjail",
+    )
     assert set(out["stats"]) >= {"wall_ms", "cpu_ms", "max_rss_kb", "tool_calls"}
 
 
 def test_param_strings_and_scalars():
-    proc = lackjail("run", "-", "--json", "--param", "a=hello", "--param", "b=2.5", "--param", "c=true",
-                    stdin="[a, b, c]")
+    proc = lackjail(
+        "run",
+        "-",
+        "--json",
+        "--param",
+        "a=hello",
+        "--param",
+        "b=2.5",
+        "--param",
+        "c=true",
+        stdin="[a, b, c]",
+    )
     assert json.loads(proc.stdout)["value"] == ["hello", 2.5, True]
 
 
@@ -67,12 +89,15 @@ def test_stream_is_ndjson_ending_with_result():
     assert proc.returncode == 0
 
 
-@pytest.mark.parametrize("args,message", [
-    (["run", "missing.lackpy"], "cannot read missing.lackpy"),
-    (["run", "-", "--policy", "nosuch"], "no policy named 'nosuch'"),
-    (["run", "-", "--param", "novalue"], "is not NAME=VALUE"),
-    (["run", "-", "--mode", "fast"], "Invalid value for '--mode'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "missing.lackpy"], "cannot read missing.lackpy"),
+        (["run", "-", "--policy", "nosuch"], "no policy named 'nosuch'"),
+        (["run", "-", "--param", "novalue"], "is not NAME=VALUE"),
+        (["run", "-", "--mode", "fast"], "Invalid value for '--mode'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message):
     proc = lackjail(*args, stdin="1")
     assert proc.returncode == 2, proc

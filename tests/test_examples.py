@@ -11,8 +11,16 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # example -> (kit, params, check of the result value)
 CASES = {
-    "hello.lackpy": (None, {"name": "world"}, lambda v: v == {"greeting": "hello, world", "words": 2, "longest": "hello,"}),
-    "stats.lackpy": (None, {}, lambda v: v == {"total": 39, "mean": 3.9, "median": 3.5, "distinct": 7}),
+    "hello.lackpy": (
+        None,
+        {"name": "world"},
+        lambda v: v == {"greeting": "hello, world", "words": 2, "longest": "hello,"},
+    ),
+    "stats.lackpy": (
+        None,
+        {},
+        lambda v: v == {"total": 39, "mean": 3.9, "median": 3.5, "distinct": 7},
+    ),
     "count_lines.lackpy": ("readonly", {}, lambda v: v["files"] == 2 and v["lines"] == 3),
     "rename_todo.lackpy": ("files", {"path": "notes.txt"}, lambda v: v == 2),
 }
@@ -25,8 +33,13 @@ def test_every_example_has_a_case():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_example_validates(name):
     kit, params, _ = CASES[name]
-    names = {"readonly": ("read_file", "find_files"), "files": ("read_file", "find_files", "write_file", "edit_file")}
-    result = lang.validate((EXAMPLES / name).read_text(), tools=names.get(kit, ()), params=list(params))
+    names = {
+        "readonly": ("read_file", "find_files"),
+        "files": ("read_file", "find_files", "write_file", "edit_file"),
+    }
+    result = lang.validate(
+        (EXAMPLES / name).read_text(), tools=names.get(kit, ()), params=list(params)
+    )
     assert result.valid, result.errors
 
 
@@ -52,7 +65,9 @@ def test_the_demo_check_line_passes():
     from lackjail.cli import cli
 
     files = [str(p) for p in sorted(EXAMPLES.glob("*.lackpy"))]
-    result = CliRunner().invoke(cli, ["check", *files, "--kit", "files", "--param", "name", "--param", "path"])
+    result = CliRunner().invoke(
+        cli, ["check", *files, "--kit", "files", "--param", "name", "--param", "path"]
+    )
     assert result.exit_code == 0, result.output
     makefile = (EXAMPLES.parent / "Makefile").read_text()
     assert "lackjail check examples/*.lackpy --kit files --param name --param path" in makefile

@@ -17,19 +17,25 @@ def test_ci_workspace_is_read_only():
     assert load_policy("ci").tools.workspace_writable is False
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"limits": {"wal_s": 1}}, "unknown policy key 'limits.wal_s'; known keys in [limits]"),
-    ({"limit": {}}, "unknown policy key 'limit'"),
-    ({"limits": {"memory_mb": "lots"}}, "'limits.memory_mb' must be a whole number"),
-    ({"limits": {"memory_mb": -1}}, "'limits.memory_mb' must be >= 0"),
-    ({"limits": {"memory_mb": 0}}, "'limits.memory_mb' must be > 0"),
-    ({"limits": {"wall_s": 0}}, "'limits.wall_s' must be a positive number"),
-    ({"pool": {"mode": "fast"}}, "'pool.mode' must be one of fresh, reuse"),
-    ({"isolation": "docker"}, "'isolation' must be one of nsjail, seccomp, any"),
-    ({"tools": {"approval": "write_file"}}, "'tools.approval' must be a list of tool names"),
-    ({"tools": {"timeouts": {"x": -1}}}, "'tools.timeouts' must map tool names to positive seconds"),
-    ({"tools": {"workspace_writable": 1}}, "'tools.workspace_writable' must be true or false"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({"limits": {"wal_s": 1}}, "unknown policy key 'limits.wal_s'; known keys in [limits]"),
+        ({"limit": {}}, "unknown policy key 'limit'"),
+        ({"limits": {"memory_mb": "lots"}}, "'limits.memory_mb' must be a whole number"),
+        ({"limits": {"memory_mb": -1}}, "'limits.memory_mb' must be >= 0"),
+        ({"limits": {"memory_mb": 0}}, "'limits.memory_mb' must be > 0"),
+        ({"limits": {"wall_s": 0}}, "'limits.wall_s' must be a positive number"),
+        ({"pool": {"mode": "fast"}}, "'pool.mode' must be one of fresh, reuse"),
+        ({"isolation": "docker"}, "'isolation' must be one of nsjail, seccomp, any"),
+        ({"tools": {"approval": "write_file"}}, "'tools.approval' must be a list of tool names"),
+        (
+            {"tools": {"timeouts": {"x": -1}}},
+            "'tools.timeouts' must map tool names to positive seconds",
+        ),
+        ({"tools": {"workspace_writable": 1}}, "'tools.workspace_writable' must be true or false"),
+    ],
+)
 def test_bad_policy_names_the_key(data, message):
     with pytest.raises(PolicyError) as info:
         load_policy(data)

@@ -14,11 +14,34 @@ SAMPLES = [
     {"t": "stop"},
     {"t": "ready", "gen": 1},
     {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 1.5, "max_rss_kb": 100},
-    {"t": "run", "id": "a", "src": "1", "params": {"n": 1}, "tools": ["read_file"], "jail_tools": {}, "filename": "x"},
-    {"t": "return", "seq": 1, "ok": True, "value": [1, b"x", {"k": None}], "error": None, "stop": None},
+    {
+        "t": "run",
+        "id": "a",
+        "src": "1",
+        "params": {"n": 1},
+        "tools": ["read_file"],
+        "jail_tools": {},
+        "filename": "x",
+    },
+    {
+        "t": "return",
+        "seq": 1,
+        "ok": True,
+        "value": [1, b"x", {"k": None}],
+        "error": None,
+        "stop": None,
+    },
     {"t": "output", "text": "hé"},
     {"t": "call", "seq": 1, "tool": "read_file", "args": ["a"], "kwargs": {}},
-    {"t": "result", "id": "a", "status": "ok", "value": 3, "errors": [], "cpu_ms": 0.1, "max_rss_kb": 1},
+    {
+        "t": "result",
+        "id": "a",
+        "status": "ok",
+        "value": 3,
+        "errors": [],
+        "cpu_ms": 0.1,
+        "max_rss_kb": 1,
+    },
 ]
 
 
@@ -29,7 +52,7 @@ def test_round_trip(msg):
     assert protocol.decode(frame[4:]) == msg
     buf = protocol.FrameBuffer()
     for i in range(0, len(frame), 3):  # byte-wise arrival still yields one frame
-        buf.feed(frame[i:i + 3])
+        buf.feed(frame[i : i + 3])
     assert list(buf.frames()) == [msg]
 
 
@@ -44,20 +67,35 @@ def _nest(depth):
     return value
 
 
-@pytest.mark.parametrize("body,why", [
-    (msgpack.packb([1]), "not a map"),
-    (msgpack.packb({"t": "nope"}), "unknown message type"),
-    (msgpack.packb({"t": "ping"}), "wrong keys"),
-    (msgpack.packb({"t": "ping", "id": "1"}), "'id' is a str"),
-    (msgpack.packb({"t": "ping", "id": True}), "'id' is a bool"),
-    (msgpack.packb({"t": "ping", "id": 1, "x": 1}), "wrong keys"),
-    (b"\xc1", "not allowed on the wire"),
-    (msgpack.packb({"t": "output", "text": msgpack.ExtType(1, b"x")}), "ext type"),
-    (b"\x81\xa1t\xdd\xff\xff\xff\xff", "exceeds the"),
-    (b"\x81\xa1t\xdc\x00\xff", "announces 255 items but the frame holds 0 bytes"),
-    (b"\x81\xa1t\xa4ping\x00", "bytes after its value"),
-    (msgpack.packb({"t": "return", "seq": 1, "ok": True, "value": _nest(150), "error": None, "stop": None}), "deeper"),
-])
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        (msgpack.packb([1]), "not a map"),
+        (msgpack.packb({"t": "nope"}), "unknown message type"),
+        (msgpack.packb({"t": "ping"}), "wrong keys"),
+        (msgpack.packb({"t": "ping", "id": "1"}), "'id' is a str"),
+        (msgpack.packb({"t": "ping", "id": True}), "'id' is a bool"),
+        (msgpack.packb({"t": "ping", "id": 1, "x": 1}), "wrong keys"),
+        (b"\xc1", "not allowed on the wire"),
+        (msgpack.packb({"t": "output", "text": msgpack.ExtType(1, b"x")}), "ext type"),
+        (b"\x81\xa1t\xdd\xff\xff\xff\xff", "exceeds the"),
+        (b"\x81\xa1t\xdc\x00\xff", "announces 255 items but the frame holds 0 bytes"),
+        (b"\x81\xa1t\xa4ping\x00", "bytes after its value"),
+        (
+            msgpack.packb(
+                {
+                    "t": "return",
+                    "seq": 1,
+                    "ok": True,
+                    "value": _nest(150),
+                    "error": None,
+                    "stop": None,
+                }
+            ),
+            "deeper",
+        ),
+    ],
+)
 def test_bad_frames_raise_protocol_error(body, why):
     with pytest.raises(protocol.ProtocolError, match=why):
         protocol.decode(body)

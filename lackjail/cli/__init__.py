@@ -57,6 +57,8 @@ def main():
     except Exception as exc:  # the last net: one line unless --debug
         if debug:
             raise
-        click.echo(f"lackjail: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        click.echo(
+            f"lackjail: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True
+        )
         sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -12,10 +12,19 @@ from lackjail.lang.spec import render
 
 @click.command(epilog=EXIT_HELP)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...|-")
-@click.option("--kit", default="", metavar="KIT|A,B",
-              help="The tools programs may call: a kit name (as for run) or comma-separated tool names.")
-@click.option("--param", "params", multiple=True, metavar="NAME",
-              help="A parameter name injected by the caller (repeatable).")
+@click.option(
+    "--kit",
+    default="",
+    metavar="KIT|A,B",
+    help="The tools programs may call: a kit name (as for run) or comma-separated tool names.",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME",
+    help="A parameter name injected by the caller (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
 def check(ctx, files, kit, params, as_json):
@@ -30,8 +39,15 @@ def check(ctx, files, kit, params, as_json):
         try:
             source, name = read_source(path)
         except click.UsageError as exc:  # one unreadable file does not stop the others
-            reports.append({"file": path, "valid": False, "errors": [{"message": exc.message, "rule": "read"}],
-                            "calls": [], "variables": []})
+            reports.append(
+                {
+                    "file": path,
+                    "valid": False,
+                    "errors": [{"message": exc.message, "rule": "read"}],
+                    "calls": [],
+                    "variables": [],
+                }
+            )
             if not as_json:
                 click.echo(f"lackjail check: {exc.message}", err=True)
             continue

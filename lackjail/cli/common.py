@@ -49,13 +49,31 @@ def emit_json(obj):
 
 def jail_options(fn):
     """The options every command that runs programs shares: --kit, --policy, --param, --workspace."""
-    for option in reversed([
-        click.option("--kit", help="Tools the program may call: a kit name, or tool names separated by commas."),
-        click.option("--policy", default="default", show_default=True, help="A bundled policy name or a .toml path."),
-        click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-                     help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string."),
-        click.option("--workspace", type=click.Path(file_okay=False),
-                     help="Folder the file tools are confined to [cwd]."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--kit",
+                help="Tools the program may call: a kit name, or tool names separated by commas.",
+            ),
+            click.option(
+                "--policy",
+                default="default",
+                show_default=True,
+                help="A bundled policy name or a .toml path.",
+            ),
+            click.option(
+                "--param",
+                "params",
+                multiple=True,
+                metavar="NAME=VALUE",
+                help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string.",
+            ),
+            click.option(
+                "--workspace",
+                type=click.Path(file_okay=False),
+                help="Folder the file tools are confined to [cwd].",
+            ),
+        ]
+    ):
         fn = option(fn)
     return fn

@@ -4,7 +4,14 @@ import json
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, emit_json, jail_options, jsonable, parse_params, read_source
+from lackjail.cli.common import (
+    EXIT_BAD,
+    emit_json,
+    jail_options,
+    jsonable,
+    parse_params,
+    read_source,
+)
 
 
 def _usage(exc) -> click.UsageError:
@@ -58,18 +65,33 @@ def _validator(policy, kit, workspace, params):
         raise _usage(exc) from None
     resolved = _kit(kit, workspace)
     names = tuple(resolved.names) if resolved is not None else ()
-    return resolved, lambda program: lang.validate(program, tools=names, params=tuple(params), limits=limits)
+    return resolved, lambda program: lang.validate(
+        program, tools=names, params=tuple(params), limits=limits
+    )
 
 
 @click.command()
 @click.argument("intent")
 @jail_options
-@click.option("--run/--no-run", "run", default=True, show_default=True,
-              help="Run the generated program in the jail, or only print it.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON object: status, program, tier, attempts, notes, timings, result.")
+@click.option(
+    "--run/--no-run",
+    "run",
+    default=True,
+    show_default=True,
+    help="Run the generated program in the jail, or only print it.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: status, program, tier, attempts, notes, timings, result.",
+)
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
-@click.option("--isolation", type=click.Choice(["nsjail", "seccomp", "any"]), help="Override the policy's isolation demand.")
+@click.option(
+    "--isolation",
+    type=click.Choice(["nsjail", "seccomp", "any"]),
+    help="Override the policy's isolation demand.",
+)
 def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 
@@ -96,7 +118,9 @@ def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolatio
                 outcome = infer.delegate(jail, intent, values, run=True, config=config)
         else:
             resolved, check = _validator(policy, kit, workspace, values)
-            outcome = infer.DelegateResult(infer.generate(intent, resolved, tuple(values), config=config, check=check))
+            outcome = infer.DelegateResult(
+                infer.generate(intent, resolved, tuple(values), config=config, check=check)
+            )
     except (infer.ConfigError, infer.IntentError) as exc:
         raise _usage(exc) from None
     gen = outcome.generation
@@ -122,10 +146,18 @@ def template():
 @template.command("create")
 @click.argument("file")
 @click.option("--name", required=True, help="The template's name (letters, digits, '_', '.', '-').")
-@click.option("--pattern", required=True,
-              help='The intents it serves, with {placeholders}: "read the file {path}".')
-@click.option("--kit", help="Validate against this kit's tools (a kit name or tool names separated by commas).")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Workspace for resolving the kit [cwd].")
+@click.option(
+    "--pattern",
+    required=True,
+    help='The intents it serves, with {placeholders}: "read the file {path}".',
+)
+@click.option(
+    "--kit",
+    help="Validate against this kit's tools (a kit name or tool names separated by commas).",
+)
+@click.option(
+    "--workspace", type=click.Path(file_okay=False), help="Workspace for resolving the kit [cwd]."
+)
 @click.option("--force", is_flag=True, help="Replace an existing template of that name.")
 def create(file, name, pattern, kit, workspace, force):
     """Save the program FILE ('-' for stdin) as a template, after validating it.
@@ -161,7 +193,12 @@ def create(file, name, pattern, kit, workspace, force):
 
 
 @template.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, pattern, success_count, fail_count, path}.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON list of {name, pattern, success_count, fail_count, path}.",
+)
 def list_templates(as_json):
     """List the templates of .lackjail/templates, and any file that cannot be used."""
     from lackjail.infer import TemplateStore

@@ -6,13 +6,14 @@ import sys
 import click
 
 from lackjail.atomicfile import write_text_atomic
-
 from lackjail.cli.common import parse_params
 from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
 from lackjail.gate.report import terminal_safe
 
-GATE_HELP = ("Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
-             "2 bad input (path, glob, policy, kit, format, output).")
+GATE_HELP = (
+    "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
+    "2 bad input (path, glob, policy, kit, format, output)."
+)
 
 
 def _resolve(policy, kit, workspace):
@@ -44,8 +45,10 @@ def _check_params(values: dict, kit) -> dict:
 def _output_folder(output):
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise click.BadParameter(f"folder {folder!r} does not exist; create it or pick another file",
-                                 param_hint="--output")
+        raise click.BadParameter(
+            f"folder {folder!r} does not exist; create it or pick another file",
+            param_hint="--output",
+        )
     return folder
 
 
@@ -55,7 +58,9 @@ def _write(output: str, text: str) -> None:
         _output_folder(output)
         write_text_atomic(output, text)
     except OSError as exc:
-        raise click.BadParameter(f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output") from None
+        raise click.BadParameter(
+            f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output"
+        ) from None
 
 
 def _progress(count: int, quiet: bool):
@@ -65,27 +70,62 @@ def _progress(count: int, quiet: bool):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("gate"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.description}", markup=False),  # file names are not rich markup
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    return Progress(
+        TextColumn("gate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}", markup=False),  # file names are not rich markup
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
 
 
 @click.command(epilog=GATE_HELP)
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("--glob", "pattern", default=DEFAULT_GLOB, show_default=True,
-              help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH always counts.")
-@click.option("--policy", default="ci", show_default=True,
-              help="A bundled policy name or a .toml path; 'ci' keeps the workspace read-only.")
-@click.option("--kit", help="Tools the programs may call: a kit name, or tool names separated by commas.")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="A top-level name for every program; VALUE is a JSON scalar if it parses, else a string.")
-@click.option("--run", is_flag=True, help="Also run each valid program once in the jail; a failed run fails the gate.")
-@click.option("--workspace", type=click.Path(file_okay=False, exists=True),
-              help="Folder the file tools are confined to [cwd].")
+@click.option(
+    "--glob",
+    "pattern",
+    default=DEFAULT_GLOB,
+    show_default=True,
+    help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH always counts.",
+)
+@click.option(
+    "--policy",
+    default="ci",
+    show_default=True,
+    help="A bundled policy name or a .toml path; 'ci' keeps the workspace read-only.",
+)
+@click.option(
+    "--kit", help="Tools the programs may call: a kit name, or tool names separated by commas."
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A top-level name for every program; VALUE is a JSON scalar if it parses, else a string.",
+)
+@click.option(
+    "--run",
+    is_flag=True,
+    help="Also run each valid program once in the jail; a failed run fails the gate.",
+)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True),
+    help="Folder the file tools are confined to [cwd].",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format [text].")
-@click.option("--json", "as_json", is_flag=True, help="The same as --format json; nothing else is printed.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="The same as --format json; nothing else is printed."
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.",
+)
 def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, output):
     """Check lackpy programs for CI: validate each (and with --run, run each in the jail).
 
@@ -106,7 +146,10 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
     except DiscoveryError as exc:
         raise click.UsageError(str(exc)) from None
     if not programs and fmt != "json":
-        click.echo(f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})", err=True)
+        click.echo(
+            f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})",
+            err=True,
+        )
     progress = _progress(len(programs), quiet=fmt == "json")
     jail = None
     if run and programs:
@@ -120,8 +163,12 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
         else:
             with progress:
                 task = progress.add_task("", total=len(programs))
-                report = checker.run_all(programs, on_done=lambda r: progress.update(
-                    task, advance=1, description=terminal_safe(r.name)))
+                report = checker.run_all(
+                    programs,
+                    on_done=lambda r: progress.update(
+                        task, advance=1, description=terminal_safe(r.name)
+                    ),
+                )
     finally:
         if jail is not None:
             jail.close()

@@ -16,8 +16,11 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-_workspace = click.option("--workspace", type=click.Path(file_okay=False),
-                          help="Workspace whose .lackjail/kits/ to use [cwd].")
+_workspace = click.option(
+    "--workspace",
+    type=click.Path(file_okay=False),
+    help="Workspace whose .lackjail/kits/ to use [cwd].",
+)
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
@@ -45,7 +48,9 @@ def list_command(workspace, as_json):
         row = {"name": name, "source": source, "path": str(path)}
         try:
             resolved = resolve_kit(str(path), workspace=folder, toolbox=box)
-            row.update(description=resolved.description, tools=list(resolved.specs), grade=resolved.grade)
+            row.update(
+                description=resolved.description, tools=list(resolved.specs), grade=resolved.grade
+            )
         except KitError as exc:
             row["error"] = str(exc)
         rows.append(row)
@@ -55,8 +60,11 @@ def list_command(workspace, as_json):
     if not rows:
         click.echo("no kits")
     for row in rows:
-        about = f"error: {row['error']}" if "error" in row else \
-            f"{len(row['tools'])} tools, w={row['grade']['w']}  {row['description']}"
+        about = (
+            f"error: {row['error']}"
+            if "error" in row
+            else f"{len(row['tools'])} tools, w={row['grade']['w']}  {row['description']}"
+        )
         click.echo(f"{row['name']:<16} {row['source']:<9} {about}".rstrip())
 
 
@@ -81,7 +89,11 @@ def info_command(name, workspace, as_json):
 
 @kit.command("create")
 @click.argument("name")
-@click.option("--tools", required=True, help="Tool or pack names separated by commas, e.g. read_file,find_files.")
+@click.option(
+    "--tools",
+    required=True,
+    help="Tool or pack names separated by commas, e.g. read_file,find_files.",
+)
 @click.option("--description", default="", help="One line saying what the kit is for.")
 @click.option("--docs", default="", help="Doc paths inside the workspace, separated by commas.")
 @click.option("--force", is_flag=True, help="Replace an existing kit of that name.")
@@ -94,7 +106,9 @@ def create_command(name, tools, description, docs, force, workspace):
         if not names:
             raise KitError("--tools names no tool; e.g. --tools read_file,find_files")
         resolve_kit(names, workspace=folder)
-        text = format_kit(name, description, names, [d.strip() for d in docs.split(",") if d.strip()])
+        text = format_kit(
+            name, description, names, [d.strip() for d in docs.split(",") if d.strip()]
+        )
         path = write_kit(folder, name, text, force=force)
     except KitError as exc:
         raise BadInput(str(exc)) from None

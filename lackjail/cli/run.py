@@ -4,7 +4,14 @@ import json
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, emit_json, jail_options, jsonable, parse_params, read_source
+from lackjail.cli.common import (
+    EXIT_BAD,
+    emit_json,
+    jail_options,
+    jsonable,
+    parse_params,
+    read_source,
+)
 
 
 def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, approve=None):
@@ -18,8 +25,15 @@ def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, appr
     except ImportError:  # pragma: no cover - the kit package is part of the install
         KitError = ValueError
     try:
-        return Jail(policy=policy, kit=kit, workers=workers, workspace=workspace, mode=mode,
-                    isolation=isolation, approve=approve)
+        return Jail(
+            policy=policy,
+            kit=kit,
+            workers=workers,
+            workspace=workspace,
+            mode=mode,
+            isolation=isolation,
+            approve=approve,
+        )
     except (PolicyError, KitError) as exc:
         raise click.UsageError(str(exc)) from None
     except (IsolationError, PoolError) as exc:
@@ -36,19 +50,40 @@ def _print_human(result, filename):
             click.echo(result.diff, nl=False)
         return
     for err in result.errors:
-        where = f"{filename}:{err['line']}:{(err.get('col') or 0) + 1}: " if err.get("line") else f"{filename}: "
+        where = (
+            f"{filename}:{err['line']}:{(err.get('col') or 0) + 1}: "
+            if err.get("line")
+            else f"{filename}: "
+        )
         click.echo(f"{where}{result.status}: {err['message']}", err=True)
 
 
 @click.command()
 @click.argument("file")
 @jail_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: status, value, output, errors, trace, isolation, stats.")
-@click.option("--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result.")
-@click.option("--dry-run", is_flag=True, help="Run, but commit no writes: show the diff they would make.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: status, value, output, errors, trace, isolation, stats.",
+)
+@click.option(
+    "--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result."
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Run, but commit no writes: show the diff they would make."
+)
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
-@click.option("--mode", type=click.Choice(["fresh", "reuse"]), help="fresh: a new process per run; reuse: faster, says so.")
-@click.option("--isolation", type=click.Choice(["nsjail", "seccomp", "any"]), help="Override the policy's isolation demand.")
+@click.option(
+    "--mode",
+    type=click.Choice(["fresh", "reuse"]),
+    help="fresh: a new process per run; reuse: faster, says so.",
+)
+@click.option(
+    "--isolation",
+    type=click.Choice(["nsjail", "seccomp", "any"]),
+    help="Override the policy's isolation demand.",
+)
 def run(file, kit, policy, params, workspace, as_json, stream, dry_run, yes, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 

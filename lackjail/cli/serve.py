@@ -6,12 +6,23 @@ from lackjail.cli.common import EXIT_HELP
 
 
 @click.command(epilog=EXIT_HELP)
-@click.option("--kit", default="none", show_default=True,
-              help="Tools the served programs may call: a kit name, or tool names separated by commas.")
-@click.option("--policy", default="default", show_default=True, help="A bundled policy name or a .toml path.")
-@click.option("--workspace", type=click.Path(file_okay=False, exists=True),
-              help="Folder the file tools and resolve_doc are confined to [cwd].")
-@click.option("--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers].")
+@click.option(
+    "--kit",
+    default="none",
+    show_default=True,
+    help="Tools the served programs may call: a kit name, or tool names separated by commas.",
+)
+@click.option(
+    "--policy", default="default", show_default=True, help="A bundled policy name or a .toml path."
+)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True),
+    help="Folder the file tools and resolve_doc are confined to [cwd].",
+)
+@click.option(
+    "--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers]."
+)
 def serve(kit, policy, workspace, workers):
     """Serve lackjail to an MCP client over stdio.
 
@@ -23,8 +34,9 @@ def serve(kit, policy, workspace, workers):
     try:
         from lackjail.mcp import build_server
     except ImportError as exc:
-        raise click.UsageError(f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'") \
-            from None
+        raise click.UsageError(
+            f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
+        ) from None
     from lackjail.cli.run import open_jail
     from lackjail.kit import KitError
     from lackjail.kit.confine import workspace_root

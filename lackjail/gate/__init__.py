@@ -1,8 +1,8 @@
 """The CI gate: find lackpy programs, validate each, optionally run each once in the jail, report.
 
-    programs = discover(["src"], "**/*.lackpy")
-    report = Gate(policy, kit, jail=jail).run_all(programs)
-    print(render(report, "sarif"))
+programs = discover(["src"], "**/*.lackpy")
+report = Gate(policy, kit, jail=jail).run_all(programs)
+print(render(report, "sarif"))
 """
 
 from lackjail.gate.discover import DEFAULT_GLOB, DiscoveryError, Found, discover
@@ -20,5 +20,14 @@ def render(report: GateReport, fmt: str) -> str:
     return RENDERERS[fmt](report)
 
 
-__all__ = ["DEFAULT_GLOB", "DiscoveryError", "FORMATS", "Found", "Gate", "GateReport", "ProgramReport",
-           "discover", "render"]
+__all__ = [
+    "DEFAULT_GLOB",
+    "DiscoveryError",
+    "FORMATS",
+    "Found",
+    "Gate",
+    "GateReport",
+    "ProgramReport",
+    "discover",
+    "render",
+]

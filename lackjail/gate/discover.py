@@ -41,7 +41,9 @@ def glob_regex(pattern: str) -> re.Pattern:
     if not isinstance(pattern, str) or not pattern.strip():
         raise DiscoveryError("the glob is empty; e.g. --glob '**/*.lackpy'")
     if pattern.startswith("/") or "\\" in pattern or "\x00" in pattern:
-        raise DiscoveryError(f"glob {pattern!r} must be a relative pattern with '/' separators, e.g. 'src/**/*.lackpy'")
+        raise DiscoveryError(
+            f"glob {pattern!r} must be a relative pattern with '/' separators, e.g. 'src/**/*.lackpy'"
+        )
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
@@ -60,7 +62,7 @@ def glob_regex(pattern: str) -> re.Pattern:
             end = pattern.find("]", i + 2)
             if end < 0:
                 raise DiscoveryError(f"glob {pattern!r} has an unclosed '['")
-            body = pattern[i + 1:end]
+            body = pattern[i + 1 : end]
             negate = body.startswith("!")
             body = re.escape(body[1:] if negate else body).replace(r"\-", "-")
             out.append(f"[{'^/' if negate else ''}{body}]")

@@ -23,9 +23,14 @@ def _xml_text(text) -> str:
 def _failure_text(program) -> str:
     lines = []
     for error in program.errors:
-        where = f"{error['line']}:{error['col'] + 1}" if error.get("col") is not None and error.get("line") \
+        where = (
+            f"{error['line']}:{error['col'] + 1}"
+            if error.get("col") is not None and error.get("line")
             else str(error.get("line") or "")
-        lines.append(f"{program.name}{':' + where if where else ''}: {error['message']} [{error['rule']}]")
+        )
+        lines.append(
+            f"{program.name}{':' + where if where else ''}: {error['message']} [{error['rule']}]"
+        )
     return "\n".join(lines) or program.status
 
 
@@ -39,24 +44,45 @@ def _failure_message(program) -> str:
 def render_junit(report: GateReport) -> str:
     summary = report.summary()
     seconds = f"{report.duration_ms / 1000:.3f}"
-    counts = {"tests": str(summary["programs"]), "failures": str(summary["failed"]), "errors": "0",
-              "skipped": "0", "time": seconds}
+    counts = {
+        "tests": str(summary["programs"]),
+        "failures": str(summary["failed"]),
+        "errors": "0",
+        "skipped": "0",
+        "time": seconds,
+    }
     suites = ET.Element("testsuites", {"name": SUITE, **counts})
     suite = ET.SubElement(suites, "testsuite", {"name": SUITE, **counts})
     properties = ET.SubElement(suite, "properties")
-    for name, value in (("policy", report.policy), ("kit", report.kit), ("run", str(report.ran).lower()),
-                        ("isolation", report.isolation)):
+    for name, value in (
+        ("policy", report.policy),
+        ("kit", report.kit),
+        ("run", str(report.ran).lower()),
+        ("isolation", report.isolation),
+    ):
         ET.SubElement(properties, "property", {"name": name, "value": _xml_text(value)})
     for program in report.programs:
-        case = ET.SubElement(suite, "testcase", {"classname": "lackjail.gate", "name": _xml_text(program.name),
-                                                 "file": _xml_text(program.name),
-                                                 "time": f"{program.duration_ms / 1000:.3f}"})
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": "lackjail.gate",
+                "name": _xml_text(program.name),
+                "file": _xml_text(program.name),
+                "time": f"{program.duration_ms / 1000:.3f}",
+            },
+        )
         if not program.passed:
             rule = program.errors[0]["rule"] if program.errors else f"verdict/{program.status}"
-            failure = ET.SubElement(case, "failure", {"message": _xml_text(_failure_message(program)),
-                                                      "type": _xml_text(rule)})
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {"message": _xml_text(_failure_message(program)), "type": _xml_text(rule)},
+            )
             failure.text = _xml_text(_failure_text(program))
         if program.output:
             ET.SubElement(case, "system-out").text = _xml_text(program.output)
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )

@@ -39,10 +39,19 @@ class ProgramReport:
         return self.status in PASSING
 
     def to_dict(self) -> dict:
-        out = {"path": self.name, "status": self.status, "passed": self.passed, "errors": self.errors,
-               "duration_ms": self.duration_ms, "ran": self.ran, "calls": self.calls}
+        out = {
+            "path": self.name,
+            "status": self.status,
+            "passed": self.passed,
+            "errors": self.errors,
+            "duration_ms": self.duration_ms,
+            "ran": self.ran,
+            "calls": self.calls,
+        }
         if self.ran:
-            out.update(tool_calls=self.tool_calls, trace=self.trace, output=self.output, value=self.value)
+            out.update(
+                tool_calls=self.tool_calls, trace=self.trace, output=self.output, value=self.value
+            )
         return out
 
 
@@ -73,13 +82,25 @@ class GateReport:
     def summary(self) -> dict:
         failed = self.failed
         rejected = sum(1 for p in failed if p.status == "rejected")
-        return {"programs": len(self.programs), "passed": len(self.programs) - len(failed), "failed": len(failed),
-                "rejected": rejected, "run_failed": len(failed) - rejected}
+        return {
+            "programs": len(self.programs),
+            "passed": len(self.programs) - len(failed),
+            "failed": len(failed),
+            "rejected": rejected,
+            "run_failed": len(failed) - rejected,
+        }
 
     def to_dict(self) -> dict:
-        return {"passed": self.passed, "summary": self.summary(), "policy": self.policy, "kit": self.kit,
-                "run": self.ran, "isolation": self.isolation, "duration_ms": self.duration_ms,
-                "programs": [p.to_dict() for p in self.programs]}
+        return {
+            "passed": self.passed,
+            "summary": self.summary(),
+            "policy": self.policy,
+            "kit": self.kit,
+            "run": self.ran,
+            "isolation": self.isolation,
+            "duration_ms": self.duration_ms,
+            "programs": [p.to_dict() for p in self.programs],
+        }
 
 
 def render_json(report: GateReport) -> str:
@@ -114,12 +135,18 @@ def render_text(report: GateReport) -> str:
         lines.append(f"{'PASS' if program.passed else 'FAIL'}  {name}  {_verdict(program)}")
         for error in program.errors:
             where = terminal_safe(_place(program.name, error))
-            lines.append(f"    {where}: {terminal_safe(error['message'])} [{terminal_safe(error['rule'])}]")
+            lines.append(
+                f"    {where}: {terminal_safe(error['message'])} [{terminal_safe(error['rule'])}]"
+            )
     s = report.summary()
     if not s["programs"]:
         lines.append("no programs found")
     else:
-        detail = f" ({s['rejected']} rejected, {s['run_failed']} failed when run)" if s["failed"] else ""
-        lines.append(f"{s['programs']} program{'' if s['programs'] == 1 else 's'}: "
-                     f"{s['passed']} passed, {s['failed']} failed{detail}")
+        detail = (
+            f" ({s['rejected']} rejected, {s['run_failed']} failed when run)" if s["failed"] else ""
+        )
+        lines.append(
+            f"{s['programs']} program{'' if s['programs'] == 1 else 's'}: "
+            f"{s['passed']} passed, {s['failed']} failed{detail}"
+        )
     return "\n".join(lines) + "\n"

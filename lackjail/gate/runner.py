@@ -36,10 +36,19 @@ class Gate:
         try:
             source = read_program(program.path, self.limits.max_source_bytes)
         except ReadError as exc:
-            return ProgramReport(program.name, "rejected", [{"message": str(exc), "rule": exc.rule}]), None
-        result = lang.validate(source, tools=tuple(self.kit.names), params=tuple(self.params), limits=self.limits)
-        report = ProgramReport(program.name, "valid" if result.valid else "rejected",
-                               [e.to_dict() for e in result.errors], _ms(started), calls=list(result.calls))
+            return ProgramReport(
+                program.name, "rejected", [{"message": str(exc), "rule": exc.rule}]
+            ), None
+        result = lang.validate(
+            source, tools=tuple(self.kit.names), params=tuple(self.params), limits=self.limits
+        )
+        report = ProgramReport(
+            program.name,
+            "valid" if result.valid else "rejected",
+            [e.to_dict() for e in result.errors],
+            _ms(started),
+            calls=list(result.calls),
+        )
         return report, source if result.valid else None
 
     def execute(self, report: ProgramReport, source: bytes) -> ProgramReport:
@@ -48,13 +57,21 @@ class Gate:
 
         try:
             result = self.jail.run(source, self.params)
-        except PoolError as exc:  # the pool could not lend a jail: the program was not judged, so it fails
+        except (
+            PoolError
+        ) as exc:  # the pool could not lend a jail: the program was not judged, so it fails
             report.ran, report.status = True, "error"
-            report.errors = [{"message": f"the jail could not run it: {exc}", "rule": "verdict/error"}]
+            report.errors = [
+                {"message": f"the jail could not run it: {exc}", "rule": "verdict/error"}
+            ]
             return report
-        report.ran = result.status != "invalid"  # the jail refused the inputs (a parameter): nothing ran
+        report.ran = (
+            result.status != "invalid"
+        )  # the jail refused the inputs (a parameter): nothing ran
         report.status = result.status if report.ran else "rejected"
-        report.errors = [{**e, "rule": e.get("rule") or f"verdict/{result.status}"} for e in result.errors]
+        report.errors = [
+            {**e, "rule": e.get("rule") or f"verdict/{result.status}"} for e in result.errors
+        ]
         report.duration_ms = round(report.duration_ms + result.stats.get("wall_ms", 0.0), 3)
         report.tool_calls = len(result.trace)
         report.trace, report.output, report.value = result.trace, result.output, result.value
@@ -73,13 +90,22 @@ class Gate:
             elif on_done:
                 on_done(report)
         if to_run:
-            with ThreadPoolExecutor(max_workers=self.jail.pool.size, thread_name_prefix="lackjail-gate") as pool:
+            with ThreadPoolExecutor(
+                max_workers=self.jail.pool.size, thread_name_prefix="lackjail-gate"
+            ) as pool:
                 for future in as_completed([pool.submit(self.execute, r, s) for r, s in to_run]):
                     done = future.result()
                     if on_done:
                         on_done(done)
-        return GateReport(reports, self.policy.name, self.kit.name, self.jail is not None, self.root,
-                          self.jail.isolation if self.jail is not None else "", _ms(started))
+        return GateReport(
+            reports,
+            self.policy.name,
+            self.kit.name,
+            self.jail is not None,
+            self.root,
+            self.jail.isolation if self.jail is not None else "",
+            _ms(started),
+        )
 
 
 class ReadError(Exception):
@@ -96,7 +122,10 @@ def read_program(path: str, limit: int) -> bytes:
     if path == STDIN:
         data = sys.stdin.buffer.read(limit + 1)
         if len(data) > limit:
-            raise ReadError(f"the program is over {limit} bytes, the most the policy allows", rule="limit-source-bytes")
+            raise ReadError(
+                f"the program is over {limit} bytes, the most the policy allows",
+                rule="limit-source-bytes",
+            )
         return data
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
@@ -107,8 +136,10 @@ def read_program(path: str, limit: int) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise ReadError("the program is not a regular file")
         if info.st_size > limit:
-            raise ReadError(f"the program is {info.st_size} bytes; the policy allows at most {limit}",
-                            rule="limit-source-bytes")
+            raise ReadError(
+                f"the program is {info.st_size} bytes; the policy allows at most {limit}",
+                rule="limit-source-bytes",
+            )
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -116,7 +147,9 @@ def read_program(path: str, limit: int) -> bytes:
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        return b"".join(chunks)  # a file that grew past LIMIT meanwhile is rejected by the validator
+        return b"".join(
+            chunks
+        )  # a file that grew past LIMIT meanwhile is rejected by the validator
     except OSError as exc:
         raise ReadError(f"cannot read the program: {exc.strerror or exc}") from None
     finally:

@@ -41,8 +41,10 @@ def _descriptor(rule_id: str, text: str, kind: str) -> dict:
         "name": "".join(w.capitalize() for w in words),
         "shortDescription": {"text": text},
         "fullDescription": {"text": f"lackpy {kind} rule {rule_id}: {text}."},
-        "help": {"text": f"{text}. Run `lackjail spec` for the lackpy language and `lackjail run FILE` "
-                         "to see what a program does in the jail."},
+        "help": {
+            "text": f"{text}. Run `lackjail spec` for the lackpy language and `lackjail run FILE` "
+            "to see what a program does in the jail."
+        },
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["lackpy", kind]},
     }
@@ -64,7 +66,11 @@ def _rules(report: GateReport) -> list[dict]:
 def _location(name: str, error: dict) -> dict:
     """Names of files outside the root are absolute: they get a file: URI instead of %SRCROOT%."""
     path = Path(name)
-    artifact = {"uri": path.as_uri()} if path.is_absolute() else {"uri": quote(name, safe="/"), "uriBaseId": SRCROOT}
+    artifact = (
+        {"uri": path.as_uri()}
+        if path.is_absolute()
+        else {"uri": quote(name, safe="/"), "uriBaseId": SRCROOT}
+    )
     region = {"startLine": error.get("line") or 1}
     if error.get("line") and error.get("col") is not None:
         region["startColumn"] = error["col"] + 1
@@ -82,23 +88,37 @@ def render_sarif(report: GateReport) -> str:
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = []
     for program in report.failed:
-        for error in program.errors or [{"message": program.status, "rule": f"verdict/{program.status}"}]:
-            results.append({
-                "ruleId": error["rule"],
-                "ruleIndex": index[error["rule"]],
-                "level": "error",
-                "message": {"text": _message(program, error)},
-                "locations": [_location(program.name, error)],
-            })
+        for error in program.errors or [
+            {"message": program.status, "rule": f"verdict/{program.status}"}
+        ]:
+            results.append(
+                {
+                    "ruleId": error["rule"],
+                    "ruleIndex": index[error["rule"]],
+                    "level": "error",
+                    "message": {"text": _message(program, error)},
+                    "locations": [_location(program.name, error)],
+                }
+            )
     log = {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "lackjail", "version": version, "semanticVersion": version,
-                                "rules": rules}},
-            "originalUriBaseIds": {SRCROOT: {"uri": Path(report.root).as_uri().rstrip("/") + "/"}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "lackjail",
+                        "version": version,
+                        "semanticVersion": version,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {
+                    SRCROOT: {"uri": Path(report.root).as_uri().rstrip("/") + "/"}
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, ensure_ascii=False, indent=2) + "\n"

@@ -17,23 +17,32 @@ def complete(config, system: str, messages: list) -> str:
     try:
         import anthropic
     except ImportError:
-        raise ProviderError("the 'anthropic' package is not installed (pip install 'lackjail[llm]')",
-                            unavailable=True) from None
+        raise ProviderError(
+            "the 'anthropic' package is not installed (pip install 'lackjail[llm]')",
+            unavailable=True,
+        ) from None
     key = os.environ.get("ANTHROPIC_API_KEY")
     if not key:
         raise ProviderError("ANTHROPIC_API_KEY is not set", unavailable=True)
-    client = anthropic.Anthropic(api_key=key, base_url=config.base_url, max_retries=config.max_retries,
-                                 timeout=anthropic.Timeout(config.timeout, connect=config.connect_timeout))
+    client = anthropic.Anthropic(
+        api_key=key,
+        base_url=config.base_url,
+        max_retries=config.max_retries,
+        timeout=anthropic.Timeout(config.timeout, connect=config.connect_timeout),
+    )
     where = str(client.base_url).rstrip("/")
     try:
-        reply = client.messages.create(model=config.model, max_tokens=config.max_tokens, system=system,
-                                       messages=messages)
+        reply = client.messages.create(
+            model=config.model, max_tokens=config.max_tokens, system=system, messages=messages
+        )
     except anthropic.APITimeoutError:
         raise ProviderError(f"{where} did not answer within {config.timeout:g}s") from None
     except anthropic.APIConnectionError:
         raise ProviderError(f"cannot reach {where}", unavailable=True) from None
     except anthropic.AuthenticationError:
-        raise ProviderError(f"{where} refused the key in ANTHROPIC_API_KEY", unavailable=True) from None
+        raise ProviderError(
+            f"{where} refused the key in ANTHROPIC_API_KEY", unavailable=True
+        ) from None
     except anthropic.APIStatusError as exc:
         raise ProviderError(f"{where} answered {exc.status_code}: {short(exc.message)}") from None
     except anthropic.APIError as exc:  # e.g. a body that is not a Messages response
@@ -46,8 +55,11 @@ def complete(config, system: str, messages: list) -> str:
 def _text(reply, where: str) -> str:
     """The text blocks of a Messages reply; the client does not check a body's shape, so this does."""
     content = getattr(reply, "content", None)
-    texts = [getattr(b, "text", None) for b in content if getattr(b, "type", None) == "text"] \
-        if isinstance(content, list) else None
+    texts = (
+        [getattr(b, "text", None) for b in content if getattr(b, "type", None) == "text"]
+        if isinstance(content, list)
+        else None
+    )
     if texts is None or not all(isinstance(t, str) for t in texts):
         raise ProviderError(f"{where} sent a reply that is not a Messages response")
     return "".join(texts)

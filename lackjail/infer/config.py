@@ -26,14 +26,21 @@ _COMMON = {
     "max_tokens": ("count", "1024"),
 }
 PROVIDER_KEYS = {
-    "ollama": {**_COMMON, "host": (str, '"http://127.0.0.1:11434"'), "temperature": ("number", "0.2"),
-               "keep_alive": ("keep_alive", '"5m"')},
-    "anthropic": {**_COMMON, "base_url": (str, '"https://api.anthropic.com"'),
-                  "max_retries": ("count0", "1")},
+    "ollama": {
+        **_COMMON,
+        "host": (str, '"http://127.0.0.1:11434"'),
+        "temperature": ("number", "0.2"),
+        "keep_alive": ("keep_alive", '"5m"'),
+    },
+    "anthropic": {
+        **_COMMON,
+        "base_url": (str, '"https://api.anthropic.com"'),
+        "max_retries": ("count0", "1"),
+    },
 }
 DEFAULT_MODELS = {"ollama": "qwen2.5-coder:7b", "anthropic": "claude-haiku-4-5"}
 INFERENCE_KEYS = {
-    "order": "a list of tier names, e.g. [\"templates\", \"rules\", \"ollama\", \"anthropic\"]",
+    "order": 'a list of tier names, e.g. ["templates", "rules", "ollama", "anthropic"]',
     "feedback_rounds": "how often a model sees the validator's errors before the next tier, e.g. 1",
     "providers": "a table of [inference.providers.NAME] tables",
 }
@@ -68,10 +75,12 @@ def _default_providers() -> dict:
 class InferenceConfig:
     order: tuple[str, ...] = DEFAULT_ORDER
     feedback_rounds: int = 1
-    providers: dict = field(default_factory=_default_providers)  # name -> ProviderConfig for each model tier
+    providers: dict = field(
+        default_factory=_default_providers
+    )  # name -> ProviderConfig for each model tier
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = "config") -> "InferenceConfig":
+    def from_dict(cls, data: dict, source: str = "config") -> InferenceConfig:
         """Build from the `[inference]` table (a plain dict); raise ConfigError on any bad key."""
         return _parse(data, source)
 
@@ -102,25 +111,34 @@ def _parse(data: dict, source: str) -> InferenceConfig:
             raise ConfigError(f"{source}: unknown key 'inference.{key}'; known keys: {known}")
     tables = data.get("providers", {})
     if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
-        raise ConfigError(f"{source}: 'inference.providers' must hold tables, e.g. [inference.providers.ollama]")
+        raise ConfigError(
+            f"{source}: 'inference.providers' must hold tables, e.g. [inference.providers.ollama]"
+        )
     order = data.get("order", list(DEFAULT_ORDER))
     if not isinstance(order, list) or not order or not all(isinstance(t, str) for t in order):
         raise ConfigError(f"{source}: 'inference.order' must be {INFERENCE_KEYS['order']}")
     seen = set()
     for tier in order:
         if tier in seen:
-            raise ConfigError(f"{source}: 'inference.order' names '{tier}' twice; list each tier once")
+            raise ConfigError(
+                f"{source}: 'inference.order' names '{tier}' twice; list each tier once"
+            )
         seen.add(tier)
         if tier not in BUILTIN_TIERS + PROVIDER_KINDS and tier not in tables:
             raise ConfigError(
                 f"{source}: unknown tier '{tier}' in 'inference.order'; use templates, rules, ollama, "
-                f"anthropic, or define [inference.providers.{tier}] with kind = \"ollama\" or \"anthropic\"")
+                f'anthropic, or define [inference.providers.{tier}] with kind = "ollama" or "anthropic"'
+            )
     rounds = data.get("feedback_rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 0 <= rounds <= 5:
-        raise ConfigError(f"{source}: 'inference.feedback_rounds' must be an integer from 0 to 5, e.g. 1")
+        raise ConfigError(
+            f"{source}: 'inference.feedback_rounds' must be an integer from 0 to 5, e.g. 1"
+        )
     for name in tables:
         if name in BUILTIN_TIERS:
-            raise ConfigError(f"{source}: '{name}' is a built-in tier and takes no [inference.providers.{name}] table")
+            raise ConfigError(
+                f"{source}: '{name}' is a built-in tier and takes no [inference.providers.{name}] table"
+            )
     providers = {}
     for tier in order:
         if tier not in BUILTIN_TIERS:
@@ -132,16 +150,22 @@ def _provider(name: str, table: dict, source: str) -> ProviderConfig:
     where = f"inference.providers.{name}"
     kind = table.get("kind", name)
     if kind not in PROVIDER_KINDS:
-        raise ConfigError(f"{source}: '{where}.kind' must be \"ollama\" or \"anthropic\", not {kind!r}")
+        raise ConfigError(
+            f'{source}: \'{where}.kind\' must be "ollama" or "anthropic", not {kind!r}'
+        )
     allowed = PROVIDER_KEYS[kind]
     values = {}
     for key, value in table.items():
         if key not in allowed:
-            raise ConfigError(f"{source}: unknown key '{where}.{key}' for a {kind} provider; "
-                              f"known keys: {', '.join(allowed)}")
+            raise ConfigError(
+                f"{source}: unknown key '{where}.{key}' for a {kind} provider; "
+                f"known keys: {', '.join(allowed)}"
+            )
         check, example = allowed[key]
         if not _fits(check, value):
-            raise ConfigError(f"{source}: '{where}.{key}' must be {_describe(check)}, e.g. {key} = {example}")
+            raise ConfigError(
+                f"{source}: '{where}.{key}' must be {_describe(check)}, e.g. {key} = {example}"
+            )
         values[key] = float(value) if check in ("number", "positive") else value
     values.pop("kind", None)
     values.setdefault("model", DEFAULT_MODELS[kind])
@@ -162,6 +186,11 @@ def _fits(check, value) -> bool:
 
 
 def _describe(check) -> str:
-    return {str: "a non-empty string", "number": "a number", "positive": "a number of seconds > 0",
-            "count": "an integer >= 1", "count0": "an integer >= 0",
-            "keep_alive": "a duration such as \"5m\" or seconds"}[check]
+    return {
+        str: "a non-empty string",
+        "number": "a number",
+        "positive": "a number of seconds > 0",
+        "count": "an integer >= 1",
+        "count0": "an integer >= 0",
+        "keep_alive": 'a duration such as "5m" or seconds',
+    }[check]

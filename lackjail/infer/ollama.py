@@ -20,22 +20,33 @@ def complete(config, system: str, messages: list) -> str:
         import httpx
         import ollama
     except ImportError:
-        raise ProviderError("the 'ollama' package is not installed (pip install 'lackjail[llm]')",
-                            unavailable=True) from None
+        raise ProviderError(
+            "the 'ollama' package is not installed (pip install 'lackjail[llm]')", unavailable=True
+        ) from None
     host = config.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
     options = {"temperature": config.temperature, "num_predict": config.max_tokens}
-    client = ollama.Client(host=host, timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout))
+    client = ollama.Client(
+        host=host, timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout)
+    )
     try:
-        reply = client.chat(model=config.model, messages=[{"role": "system", "content": system}, *messages],
-                            options=options, keep_alive=config.keep_alive, stream=False)
+        reply = client.chat(
+            model=config.model,
+            messages=[{"role": "system", "content": system}, *messages],
+            options=options,
+            keep_alive=config.keep_alive,
+            stream=False,
+        )
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout):
         raise ProviderError(f"no Ollama server answers at {host}", unavailable=True) from None
     except httpx.TimeoutException:
         raise ProviderError(f"{host} did not answer within {config.timeout:g}s") from None
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
-            raise ProviderError(f"model {config.model!r} is not available at {host} "
-                                f"(ollama pull {config.model}): {short(exc.error)}", unavailable=True) from None
+            raise ProviderError(
+                f"model {config.model!r} is not available at {host} "
+                f"(ollama pull {config.model}): {short(exc.error)}",
+                unavailable=True,
+            ) from None
         raise ProviderError(f"{host} answered {exc.status_code}: {short(exc.error)}") from None
     except httpx.HTTPError as exc:
         raise ProviderError(f"{host}: {short(exc)}") from None

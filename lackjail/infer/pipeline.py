@@ -35,8 +35,12 @@ class Generation:
     tier: str | None = None
     source: str | None = None  # the template, rule or model that wrote the program
     attempts: list = field(default_factory=list)  # {tier, source?, program, errors, ms}
-    notes: list = field(default_factory=list)  # {tier, reason, unavailable?}: tiers that gave nothing
-    timings: dict = field(default_factory=lambda: {"tiers": {}})  # {tiers: {tier: ms}, total_ms, run_ms?}
+    notes: list = field(
+        default_factory=list
+    )  # {tier, reason, unavailable?}: tiers that gave nothing
+    timings: dict = field(
+        default_factory=lambda: {"tiers": {}}
+    )  # {tiers: {tier: ms}, total_ms, run_ms?}
 
     @property
     def ok(self) -> bool:
@@ -67,8 +71,11 @@ class DelegateResult:
         return self.result.exit_code if self.result is not None else 0
 
     def to_dict(self) -> dict:
-        return {"status": self.status, **self.generation.to_dict(),
-                "result": self.result.to_dict() if self.result is not None else None}
+        return {
+            "status": self.status,
+            **self.generation.to_dict(),
+            "result": self.result.to_dict() if self.result is not None else None,
+        }
 
 
 def check_intent(intent) -> str:
@@ -136,9 +143,20 @@ class _Run:
             errors = [{"message": "the program is empty"}]
         else:
             verdict = self.check(program)
-            errors = [] if verdict.valid else [e.to_dict() for e in verdict.errors] or [{"message": "rejected"}]
-        self.gen.attempts.append({"tier": tier, "source": source, "program": program, "errors": errors,
-                                  "ms": _ms(started)})
+            errors = (
+                []
+                if verdict.valid
+                else [e.to_dict() for e in verdict.errors] or [{"message": "rejected"}]
+            )
+        self.gen.attempts.append(
+            {
+                "tier": tier,
+                "source": source,
+                "program": program,
+                "errors": errors,
+                "ms": _ms(started),
+            }
+        )
         if not errors:
             self.gen.program, self.gen.tier, self.gen.source = program, tier, source
         return errors
@@ -160,8 +178,12 @@ class _Run:
                 continue
             if not self._try("templates", program, template.name, started):
                 return True
-        return self._note("templates", "no matching template's program validates"
-                          if matches else "no template matches the intent")
+        return self._note(
+            "templates",
+            "no matching template's program validates"
+            if matches
+            else "no template matches the intent",
+        )
 
     def rules(self) -> bool:
         started = time.perf_counter()
@@ -189,19 +211,29 @@ class _Run:
             errors = self._try(tier, program, provider.model, started)
             if not errors:
                 return True
-            messages += [{"role": "assistant", "content": program or "(no program)"},
-                         {"role": "user", "content": prompt.feedback(errors)}]
+            messages += [
+                {"role": "assistant", "content": program or "(no program)"},
+                {"role": "user", "content": prompt.feedback(errors)},
+            ]
         return self._note(tier, f"no valid program after {1 + self.config.feedback_rounds} replies")
 
 
-def delegate(jail, intent: str, params=None, *, run: bool = True, config=None, root=None) -> DelegateResult:
+def delegate(
+    jail, intent: str, params=None, *, run: bool = True, config=None, root=None
+) -> DelegateResult:
     """Generate a program for INTENT with JAIL's kit and limits, and (RUN) run it in JAIL.
 
     A template's success or failure count is updated after its program runs.
     """
     params = dict(params or {})
-    generation = generate(intent, jail.kit, tuple(params), config=config, root=root,
-                          check=lambda program: jail.check(program, params))
+    generation = generate(
+        intent,
+        jail.kit,
+        tuple(params),
+        config=config,
+        root=root,
+        check=lambda program: jail.check(program, params),
+    )
     outcome = DelegateResult(generation)
     if generation.ok and run:
         started = time.perf_counter()
@@ -210,8 +242,13 @@ def delegate(jail, intent: str, params=None, *, run: bool = True, config=None, r
         if generation.tier == "templates":
             store = TemplateStore.at(root if root is not None else os.getcwd())
             if not store.record(generation.source, outcome.result.status == "ok"):
-                generation.notes.append({"tier": "templates", "unavailable": False,
-                                         "reason": f"could not update the counts of {generation.source}"})
+                generation.notes.append(
+                    {
+                        "tier": "templates",
+                        "unavailable": False,
+                        "reason": f"could not update the counts of {generation.source}",
+                    }
+                )
     return outcome
 
 

@@ -24,8 +24,10 @@ def system_prompt(spec_text: str, kit=None, params=()) -> str:
     else:
         parts.append("Tools: none. The program can only compute with its parameters and literals.")
     if params:
-        parts.append("Parameters (names already defined when the program starts; read them, do not assign them): "
-                     + ", ".join(params))
+        parts.append(
+            "Parameters (names already defined when the program starts; read them, do not assign them): "
+            + ", ".join(params)
+        )
     return "\n\n".join(parts) + "\n"
 
 
@@ -40,7 +42,14 @@ def feedback(errors: list) -> str:
     for err in errors:
         where = ""
         if err.get("line") is not None:
-            where = f"line {err['line']}" + (f", column {err['col'] + 1}" if err.get("col") is not None else "") + ": "
+            where = (
+                f"line {err['line']}"
+                + (f", column {err['col'] + 1}" if err.get("col") is not None else "")
+                + ": "
+            )
         lines.append(f"- {where}{err['message']}")
-    return ("The validator rejected that program:\n" + "\n".join(lines)
-            + "\nReply with the corrected complete program only.")
+    return (
+        "The validator rejected that program:\n"
+        + "\n".join(lines)
+        + "\nReply with the corrected complete program only."
+    )

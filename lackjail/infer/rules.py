@@ -8,19 +8,46 @@ does: captured text becomes a string value, never code.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lackjail.infer.templates import fill, unquote
 from lackjail.kit.spec import type_accepts
 
 # Names people give file kinds, and the extension each means.
 KINDS = {
-    "python": "py", "py": "py", "javascript": "js", "js": "js", "typescript": "ts", "ts": "ts",
-    "rust": "rs", "ruby": "rb", "go": "go", "java": "java", "c": "c", "cpp": "cpp", "c++": "cpp",
-    "header": "h", "shell": "sh", "bash": "sh", "markdown": "md", "md": "md", "text": "txt",
-    "txt": "txt", "json": "json", "yaml": "yaml", "yml": "yml", "toml": "toml", "html": "html",
-    "css": "css", "csv": "csv", "xml": "xml", "sql": "sql", "log": "log", "ini": "ini", "rst": "rst",
+    "python": "py",
+    "py": "py",
+    "javascript": "js",
+    "js": "js",
+    "typescript": "ts",
+    "ts": "ts",
+    "rust": "rs",
+    "ruby": "rb",
+    "go": "go",
+    "java": "java",
+    "c": "c",
+    "cpp": "cpp",
+    "c++": "cpp",
+    "header": "h",
+    "shell": "sh",
+    "bash": "sh",
+    "markdown": "md",
+    "md": "md",
+    "text": "txt",
+    "txt": "txt",
+    "json": "json",
+    "yaml": "yaml",
+    "yml": "yml",
+    "toml": "toml",
+    "html": "html",
+    "css": "css",
+    "csv": "csv",
+    "xml": "xml",
+    "sql": "sql",
+    "log": "log",
+    "ini": "ini",
+    "rst": "rst",
 }
 _EXPLICIT_EXT = re.compile(r"\*?\.([A-Za-z0-9_+-]{1,16})")
 _ARTICLE = r"(?:all\s+(?:of\s+)?)?(?:the\s+)?"
@@ -65,22 +92,42 @@ def _rule(name, regex, tools, body, values) -> Rule:
 
 
 RULES = (
-    _rule("read-file",
-          r"(?:read|show|print|cat|display|open|get)\s+(?:me\s+)?(?:the\s+)?(?:contents?\s+of\s+)?"
-          r"(?:the\s+)?file\s+" + _PATH,
-          ("read_file",), "read_file({path})", _path),
-    _rule("find-and-count-files-of-kind",
-          r"(?:find|list|get)\s+" + _ARTICLE + _KIND + r"\s+files\s+and\s+count\s+them",
-          ("find_files",), "len(find_files({pattern}))", _files_of_kind),
-    _rule("count-files-of-kind",
-          r"(?:count|how\s+many)\s+" + _ARTICLE + _KIND + r"\s+files(?:\s+are\s+there)?",
-          ("find_files",), "len(find_files({pattern}))", _files_of_kind),
-    _rule("list-files-of-kind",
-          r"(?:find|list|show|get)\s+(?:me\s+)?" + _ARTICLE + _KIND + r"\s+files",
-          ("find_files",), "find_files({pattern})", _files_of_kind),
-    _rule("glob",
-          r"(?:glob|(?:find|list)\s+(?:all\s+)?files\s+matching)\s+(?P<pattern>\S+)",
-          ("find_files",), "find_files({pattern})", lambda v: {"pattern": unquote(v["pattern"])}),
+    _rule(
+        "read-file",
+        r"(?:read|show|print|cat|display|open|get)\s+(?:me\s+)?(?:the\s+)?(?:contents?\s+of\s+)?"
+        r"(?:the\s+)?file\s+" + _PATH,
+        ("read_file",),
+        "read_file({path})",
+        _path,
+    ),
+    _rule(
+        "find-and-count-files-of-kind",
+        r"(?:find|list|get)\s+" + _ARTICLE + _KIND + r"\s+files\s+and\s+count\s+them",
+        ("find_files",),
+        "len(find_files({pattern}))",
+        _files_of_kind,
+    ),
+    _rule(
+        "count-files-of-kind",
+        r"(?:count|how\s+many)\s+" + _ARTICLE + _KIND + r"\s+files(?:\s+are\s+there)?",
+        ("find_files",),
+        "len(find_files({pattern}))",
+        _files_of_kind,
+    ),
+    _rule(
+        "list-files-of-kind",
+        r"(?:find|list|show|get)\s+(?:me\s+)?" + _ARTICLE + _KIND + r"\s+files",
+        ("find_files",),
+        "find_files({pattern})",
+        _files_of_kind,
+    ),
+    _rule(
+        "glob",
+        r"(?:glob|(?:find|list)\s+(?:all\s+)?files\s+matching)\s+(?P<pattern>\S+)",
+        ("find_files",),
+        "find_files({pattern})",
+        lambda v: {"pattern": unquote(v["pattern"])},
+    ),
 )
 
 

@@ -12,7 +12,9 @@ import re
 
 MAX_REPLY_CHARS = 256 * 1024
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_FENCE = re.compile(
+    r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE
+)
 _CODE_LANGS = {"", "python", "py", "python3", "lackpy"}
 # A line of prose: starts like a sentence, holds no code punctuation.
 _PROSE = re.compile(r"^\s*[A-Z][^=()\[\]{}#\"]*$")
@@ -46,9 +48,15 @@ def _strip_unclosed_fence(text: str) -> str:
 def _drop_prose(text: str) -> str:
     lines = text.split("\n")
     start, end = 0, len(lines)
-    while start < min(end, _MAX_PROSE_LINES) and (not lines[start].strip() or _PROSE.match(lines[start])):
+    while start < min(end, _MAX_PROSE_LINES) and (
+        not lines[start].strip() or _PROSE.match(lines[start])
+    ):
         start += 1
-    while end > start and len(lines) - end < _MAX_PROSE_LINES and (not lines[end - 1].strip() or _PROSE.match(lines[end - 1])):
+    while (
+        end > start
+        and len(lines) - end < _MAX_PROSE_LINES
+        and (not lines[end - 1].strip() or _PROSE.match(lines[end - 1]))
+    ):
         end -= 1
     return "\n".join(lines[start:end]).strip("\n")
 

@@ -38,6 +38,7 @@ class TemplateError(ValueError):
 
 # --- filling a body -------------------------------------------------------------------------
 
+
 class _Fill(ast.NodeTransformer):
     """Replace placeholders by string values in a parsed body; never touches code."""
 
@@ -45,7 +46,11 @@ class _Fill(ast.NodeTransformer):
         self.values = values
 
     def visit_Set(self, node):
-        if len(node.elts) == 1 and isinstance(node.elts[0], ast.Name) and node.elts[0].id in self.values:
+        if (
+            len(node.elts) == 1
+            and isinstance(node.elts[0], ast.Name)
+            and node.elts[0].id in self.values
+        ):
             return ast.copy_location(ast.Constant(self.values[node.elts[0].id]), node)
         return self.generic_visit(node)
 
@@ -67,12 +72,15 @@ def fill(body: str, values: dict) -> str:
         raise TemplateError(f"the program does not parse: {exc}") from None
     filled = ast.fix_missing_locations(_Fill({k: str(v) for k, v in values.items()}).visit(tree))
     text = ast.unparse(filled)
-    if ast.dump(ast.parse(text)) != ast.dump(filled):  # the rendering must be exactly the filled tree
+    if ast.dump(ast.parse(text)) != ast.dump(
+        filled
+    ):  # the rendering must be exactly the filled tree
         raise TemplateError("the filled-in program does not render faithfully; not used")
     return text
 
 
 # --- patterns -------------------------------------------------------------------------------
+
 
 def _segment(text: str, first: bool, last: bool) -> re.Pattern | None:
     """Literal pattern text as a regex (None when it is only whitespace).
@@ -103,21 +111,25 @@ class Pattern:
     segments: tuple  # compiled literal parts (None: blank), len(names) + 1
 
     @classmethod
-    def compile(cls, text: str) -> "Pattern":
+    def compile(cls, text: str) -> Pattern:
         if not isinstance(text, str) or not text.strip():
-            raise TemplateError("a pattern must be non-empty text, e.g. \"read the file {path}\"")
+            raise TemplateError('a pattern must be non-empty text, e.g. "read the file {path}"')
         parts = PLACEHOLDER.split(text)
         literals, names = parts[0::2], parts[1::2]
         for literal in literals:
             if "{" in literal or "}" in literal:
-                raise TemplateError(f"pattern {text!r}: braces may only enclose a placeholder name, as in {{path}}")
+                raise TemplateError(
+                    f"pattern {text!r}: braces may only enclose a placeholder name, as in {{path}}"
+                )
         if len(set(names)) != len(names):
             raise TemplateError(f"pattern {text!r}: each placeholder may appear once")
         if len(names) > MAX_PLACEHOLDERS:
             raise TemplateError(f"pattern {text!r}: at most {MAX_PLACEHOLDERS} placeholders")
         for i, literal in enumerate(literals[1:-1], start=1):
             if not literal.strip():
-                raise TemplateError(f"pattern {text!r}: {{{names[i - 1]}}} and {{{names[i]}}} need words between them")
+                raise TemplateError(
+                    f"pattern {text!r}: {{{names[i - 1]}}} and {{{names[i]}}} need words between them"
+                )
         last = len(literals) - 1
         segments = tuple(_segment(lit, i == 0, i == last) for i, lit in enumerate(literals))
         return cls(text, tuple(names), segments)
@@ -136,7 +148,7 @@ class Pattern:
                 found_start = found_end = len(intent)
             else:
                 found = segment.search(intent, pos)
-                while found is not None and not intent[pos:found.start()].strip():
+                while found is not None and not intent[pos : found.start()].strip():
                     found = segment.search(intent, found.start() + 1)
                 if found is None:
                     return None
@@ -157,6 +169,7 @@ def unquote(text: str) -> str:
 
 
 # --- template files -------------------------------------------------------------------------
+
 
 @dataclass
 class Template:
@@ -181,20 +194,29 @@ class Template:
 
     def render(self) -> str:
         """The file text; the pattern is written as a JSON string so any character survives."""
-        return (f"---\nname: {self.name}\npattern: {json.dumps(self.pattern.text, ensure_ascii=False)}\n"
-                f"success_count: {self.success_count}\nfail_count: {self.fail_count}\n---\n"
-                f"{self.body.strip()}\n")
+        return (
+            f"---\nname: {self.name}\npattern: {json.dumps(self.pattern.text, ensure_ascii=False)}\n"
+            f"success_count: {self.success_count}\nfail_count: {self.fail_count}\n---\n"
+            f"{self.body.strip()}\n"
+        )
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "pattern": self.pattern.text, "success_count": self.success_count,
-                "fail_count": self.fail_count, "path": str(self.path) if self.path else None}
+        return {
+            "name": self.name,
+            "pattern": self.pattern.text,
+            "success_count": self.success_count,
+            "fail_count": self.fail_count,
+            "path": str(self.path) if self.path else None,
+        }
 
 
 def parse_template(text: str, path: Path | None = None) -> Template:
     """A Template from file text; TemplateError says what is wrong."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
-        raise TemplateError("a template starts with a '---' line, then name:, pattern:, '---' and the program")
+        raise TemplateError(
+            "a template starts with a '---' line, then name:, pattern:, '---' and the program"
+        )
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
@@ -206,25 +228,31 @@ def parse_template(text: str, path: Path | None = None) -> Template:
         key, sep, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if not sep or key not in FIELDS:
-            raise TemplateError(f"frontmatter line {line.strip()!r}: expected one of {', '.join(FIELDS)}")
+            raise TemplateError(
+                f"frontmatter line {line.strip()!r}: expected one of {', '.join(FIELDS)}"
+            )
         if value.startswith('"'):
             try:
                 value = json.loads(value)
             except ValueError:
-                raise TemplateError(f"frontmatter {key}: {value} is not a valid quoted string") from None
+                raise TemplateError(
+                    f"frontmatter {key}: {value} is not a valid quoted string"
+                ) from None
         meta[key] = value
     name = meta.get("name") or (path.stem if path else "")
     if not isinstance(name, str) or not NAME.match(name):
         raise TemplateError(f"name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
     if path is not None and name != path.stem:
-        raise TemplateError(f"name {name!r} differs from the file name; rename the file to {name}{SUFFIX}")
+        raise TemplateError(
+            f"name {name!r} differs from the file name; rename the file to {name}{SUFFIX}"
+        )
     counts = {}
     for key in ("success_count", "fail_count"):
         raw = str(meta.get(key, "0"))
         if not raw.isdigit():
             raise TemplateError(f"{key} must be a whole number, not {raw!r}")
         counts[key] = int(raw)
-    body = "\n".join(lines[end + 1:]).strip()
+    body = "\n".join(lines[end + 1 :]).strip()
     if not body:
         raise TemplateError("the template has no program after the frontmatter")
     template = Template(name, Pattern.compile(meta.get("pattern", "")), body, path=path, **counts)
@@ -239,7 +267,7 @@ class TemplateStore:
         self.directory = Path(directory)
 
     @classmethod
-    def at(cls, root=None) -> "TemplateStore":
+    def at(cls, root=None) -> TemplateStore:
         return cls(Path(root or ".") / TEMPLATES_DIR)
 
     def load(self) -> tuple[list, list]:
@@ -269,13 +297,17 @@ class TemplateStore:
             raise TemplateError(f"name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
         if not body.strip():
             raise TemplateError("the program is empty")
-        template = Template(name, Pattern.compile(pattern), body.strip(), path=self.directory / f"{name}{SUFFIX}")
+        template = Template(
+            name, Pattern.compile(pattern), body.strip(), path=self.directory / f"{name}{SUFFIX}"
+        )
         fill(template.body, {})
         unused = template.unused_placeholders()
         if unused:
             marks = ", ".join(f"{{{n}}}" for n in unused)
-            raise TemplateError(f"the program never uses {marks} of the pattern; write it as "
-                                f"{{name}} in code or inside a string literal")
+            raise TemplateError(
+                f"the program never uses {marks} of the pattern; write it as "
+                f"{{name}} in code or inside a string literal"
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
         with self._locked():
             self._write(template, replace=force)
@@ -312,5 +344,6 @@ class TemplateStore:
         try:
             write_text_atomic(template.path, template.render(), replace=replace)
         except FileExistsError:
-            raise TemplateError(f"template {template.name!r} exists at {template.path}; "
-                                f"pass --force to replace it") from None
+            raise TemplateError(
+                f"template {template.name!r} exists at {template.path}; pass --force to replace it"
+            ) from None

@@ -1,9 +1,9 @@
 """Kits and tools, host side: specs, providers, kit resolution, and the mediated call path.
 
-    kit = resolve_kit("files", workspace=".")
-    session = kit.session(policy, workspace=".", approve=terminal_approver(yes=False))
-    outcome = session.call("read_file", ["README.md"], {})   # hostile input, never raises
-    session.commit()   # or session.rollback(); session.diff() for --dry-run
+kit = resolve_kit("files", workspace=".")
+session = kit.session(policy, workspace=".", approve=terminal_approver(yes=False))
+outcome = session.call("read_file", ["README.md"], {})   # hostile input, never raises
+session.commit()   # or session.rollback(); session.diff() for --dry-run
 """
 
 from lackjail.kit.approval import terminal_approver
@@ -21,9 +21,33 @@ from lackjail.kit.toolbox import Toolbox, default_toolbox
 from lackjail.kit.workspace import StagingArea, Workspace
 
 __all__ = [
-    "ArgSpec", "BuiltinProvider", "CallOutcome", "CommitError", "Kit", "KitError", "LimitExceeded", "Pack",
-    "Provider", "PythonProvider", "StagingArea", "ToolContext", "ToolDenied", "ToolError", "ToolSession",
-    "ToolSpec", "Toolbox", "Workspace", "default_toolbox", "format_kit", "list_kits", "pack_from_module",
-    "parse_docstring", "read_kit", "resolve_doc", "resolve_kit", "spec_from_function", "terminal_approver",
+    "ArgSpec",
+    "BuiltinProvider",
+    "CallOutcome",
+    "CommitError",
+    "Kit",
+    "KitError",
+    "LimitExceeded",
+    "Pack",
+    "Provider",
+    "PythonProvider",
+    "StagingArea",
+    "ToolContext",
+    "ToolDenied",
+    "ToolError",
+    "ToolSession",
+    "ToolSpec",
+    "Toolbox",
+    "Workspace",
+    "default_toolbox",
+    "format_kit",
+    "list_kits",
+    "pack_from_module",
+    "parse_docstring",
+    "read_kit",
+    "resolve_doc",
+    "resolve_kit",
+    "spec_from_function",
+    "terminal_approver",
     "write_kit",
 ]

@@ -30,8 +30,11 @@ def terminal_approver(yes: bool = False):
             return False
         with lock:
             try:
-                return click.confirm(f"lackjail: allow {_format_call(call)}? ({call.get('reason', '')})",
-                                     default=False, err=True)
+                return click.confirm(
+                    f"lackjail: allow {_format_call(call)}? ({call.get('reason', '')})",
+                    default=False,
+                    err=True,
+                )
             except (click.Abort, EOFError, OSError):
                 return False
 

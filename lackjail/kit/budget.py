@@ -20,7 +20,9 @@ class Budget:
     def charge_call(self) -> None:
         with self._lock:
             if self.calls >= self.max_calls:
-                raise LimitExceeded(f"tool call budget of {self.max_calls} calls per run is spent (policy limits.tool_calls)")
+                raise LimitExceeded(
+                    f"tool call budget of {self.max_calls} calls per run is spent (policy limits.tool_calls)"
+                )
             self.calls += 1
 
     def read_allowance(self) -> int:
@@ -30,21 +32,31 @@ class Budget:
     def charge_read(self, n: int) -> None:
         with self._lock:
             if self.bytes_read + n > self.max_read:
-                raise LimitExceeded(f"reading {n} more bytes would pass the run's read budget of {self.max_read} bytes (policy limits.read_bytes)")
+                raise LimitExceeded(
+                    f"reading {n} more bytes would pass the run's read budget of {self.max_read} bytes (policy limits.read_bytes)"
+                )
             self.bytes_read += n
 
     def check_write(self, n: int) -> None:
         """Raise unless N more bytes (beyond those already written) fit the write budget."""
         with self._lock:
             if self.bytes_written + n > self.max_write:
-                raise LimitExceeded(f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)")
+                raise LimitExceeded(
+                    f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)"
+                )
 
     def charge_write(self, n: int) -> None:
         with self._lock:
             if self.bytes_written + n > self.max_write:
-                raise LimitExceeded(f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)")
+                raise LimitExceeded(
+                    f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)"
+                )
             self.bytes_written += n
 
     def stats(self) -> dict:
         with self._lock:
-            return {"tool_calls": self.calls, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written}
+            return {
+                "tool_calls": self.calls,
+                "bytes_read": self.bytes_read,
+                "bytes_written": self.bytes_written,
+            }

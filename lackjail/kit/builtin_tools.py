@@ -16,7 +16,9 @@ def _text(data: bytes, path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ToolError(f"{show(path)} is not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise ToolError(
+            f"{show(path)} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None
 
 
 def read_file(ctx, path: str) -> str:

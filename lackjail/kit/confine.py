@@ -39,9 +39,13 @@ def workspace_root(path=None) -> str:
         raise KitError("workspace path contains a NUL byte")
     root = os.path.realpath(text)
     if not os.path.isdir(root):
-        raise KitError(f"workspace {show(text)} is not a directory; pass an existing directory (--workspace DIR)")
+        raise KitError(
+            f"workspace {show(text)} is not a directory; pass an existing directory (--workspace DIR)"
+        )
     if root == "/" or any(root == r or root.startswith(r + "/") for r in FORBIDDEN_ROOTS):
-        raise KitError(f"workspace {show(root)} would expose the whole system; pick a project directory")
+        raise KitError(
+            f"workspace {show(root)} would expose the whole system; pick a project directory"
+        )
     return root
 
 
@@ -64,7 +68,9 @@ def resolve(root: str, path) -> tuple[str, str]:
     real = os.path.realpath(os.path.join(root, path))
     if not inside(real, root):
         if os.path.isabs(path) and not inside(os.path.normpath(path), root):
-            raise ToolError(f"path {show(path)} is outside the workspace; use a path relative to the workspace")
+            raise ToolError(
+                f"path {show(path)} is outside the workspace; use a path relative to the workspace"
+            )
         raise ToolError(f"path {show(path)} leads outside the workspace through a symlink")
     if real == root:
         raise ToolError(f"path {show(path)} is the workspace directory itself, not a file")
@@ -78,7 +84,9 @@ def check_writable(rel: str, path) -> None:
     if hit is not None:
         raise ToolError(f"path {show(path)} is under {hit}/, which tools may not change")
     if rel.endswith(PROTECTED_SUFFIXES):
-        raise ToolError(f"path {show(path)} is a .pth file, which Python runs at start-up; tools may not write it")
+        raise ToolError(
+            f"path {show(path)} is a .pth file, which Python runs at start-up; tools may not write it"
+        )
 
 
 class FileTooLarge(ToolError):
@@ -114,7 +122,7 @@ def read_regular(real: str, limit: int, path) -> bytes:
 
 
 def existing_kind(real: str, path) -> str | None:
-    """"file" or None (absent) for a write target; ToolError for anything but a regular file."""
+    """ "file" or None (absent) for a write target; ToolError for anything but a regular file."""
     try:
         info = os.lstat(real)
     except FileNotFoundError:

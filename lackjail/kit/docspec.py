@@ -26,18 +26,32 @@ from lackjail.kit.errors import KitError
 from lackjail.kit.spec import ArgSpec, ToolSpec
 
 _SECTIONS = {
-    "use": "use", "input": "input", "output": "output", "returns": "output",
-    "parameters": "parameters", "args": "parameters", "arguments": "parameters",
+    "use": "use",
+    "input": "input",
+    "output": "output",
+    "returns": "output",
+    "parameters": "parameters",
+    "args": "parameters",
+    "arguments": "parameters",
     "best practices": "best_practices",
 }
-_HEADER = re.compile(r"(?i)\s*(use|input|output|returns|parameters|args|arguments|best practices)\s*:\s*(.*)")
+_HEADER = re.compile(
+    r"(?i)\s*(use|input|output|returns|parameters|args|arguments|best practices)\s*:\s*(.*)"
+)
 _PARAM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)")
 
 
 def parse_docstring(doc: str | None) -> dict:
     """Split a docstring into summary, use, input, output, parameters {name: (type, text)}, best_practices."""
     lines = inspect.cleandoc(doc or "").splitlines()
-    out = {"summary": "", "use": "", "input": "", "output": "", "parameters": {}, "best_practices": []}
+    out = {
+        "summary": "",
+        "use": "",
+        "input": "",
+        "output": "",
+        "parameters": {},
+        "best_practices": [],
+    }
     section, summary, body = "summary", [], {}
     for line in lines:
         header = _HEADER.fullmatch(line) if not line.startswith((" ", "\t")) else None
@@ -71,7 +85,9 @@ def _parameters(lines) -> dict:
         if match and (last is None or indent <= params[last][2]):
             name, kind, text = match.groups()
             # "(int, optional)": the type; whether it is optional comes from the signature
-            kinds = [p.strip() for p in (kind or "").split(",") if p.strip() not in ("", "optional")]
+            kinds = [
+                p.strip() for p in (kind or "").split(",") if p.strip() not in ("", "optional")
+            ]
             params[name] = [kinds[0] if kinds else None, text.strip(), indent]
             last = name
         elif last is not None:
@@ -102,8 +118,15 @@ def _annotation(value) -> str | None:
     return str(value).replace("typing.", "").replace("NoneType", "None")
 
 
-def spec_from_function(fn, *, name: str, provider: str, provider_config: dict | None = None,
-                       skip_params: int = 0, **fields) -> ToolSpec:
+def spec_from_function(
+    fn,
+    *,
+    name: str,
+    provider: str,
+    provider_config: dict | None = None,
+    skip_params: int = 0,
+    **fields,
+) -> ToolSpec:
     """A ToolSpec for FN: arguments from its signature, prose from its docstring.
 
     SKIP_PARAMS leading parameters are bound by the provider (e.g. the call context
@@ -118,24 +141,33 @@ def spec_from_function(fn, *, name: str, provider: str, provider_config: dict | 
     args = []
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise KitError(f"tool '{name}': parameter '{param.name}' is {param.kind.description}; tools take named parameters")
+            raise KitError(
+                f"tool '{name}': parameter '{param.name}' is {param.kind.description}; tools take named parameters"
+            )
         kind, text = documented.pop(param.name, (None, ""))
-        args.append(ArgSpec(
-            name=param.name,
-            type=_annotation(param.annotation) or kind or "Any",
-            description=text,
-            required=param.default is inspect.Parameter.empty,
-        ))
+        args.append(
+            ArgSpec(
+                name=param.name,
+                type=_annotation(param.annotation) or kind or "Any",
+                description=text,
+                required=param.default is inspect.Parameter.empty,
+            )
+        )
     if documented:
-        raise KitError(f"tool '{name}': the docstring documents parameter(s) {', '.join(sorted(documented))} "
-                       f"that {getattr(fn, '__qualname__', fn)!r} does not take; fix the Parameters: section")
+        raise KitError(
+            f"tool '{name}': the docstring documents parameter(s) {', '.join(sorted(documented))} "
+            f"that {getattr(fn, '__qualname__', fn)!r} does not take; fix the Parameters: section"
+        )
     return ToolSpec(
-        name=name, provider=provider, provider_config=provider_config or {},
+        name=name,
+        provider=provider,
+        provider_config=provider_config or {},
         description=fields.pop("description", doc["summary"]),
         args=tuple(args),
         returns=_annotation(inspect.signature(fn).return_annotation) or "Any",
         guidance=fields.pop("guidance", doc["use"]),
-        input_doc=doc["input"], output_doc=doc["output"],
+        input_doc=doc["input"],
+        output_doc=doc["output"],
         best_practices=tuple(doc["best_practices"]),
         **fields,
     )

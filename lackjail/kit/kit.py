@@ -14,7 +14,9 @@ from lackjail.kit.spec import grade_of
 class Kit:
     """Call name -> ToolSpec, the packs' descriptions, the kit's docs, and the toolbox that serves them."""
 
-    def __init__(self, name: str, description: str, entries: dict, packs: dict, docs: tuple, toolbox):
+    def __init__(
+        self, name: str, description: str, entries: dict, packs: dict, docs: tuple, toolbox
+    ):
         self.name = name
         self.description = description
         self.specs = dict(entries)
@@ -35,7 +37,9 @@ class Kit:
 
     @property
     def jail_tools(self) -> dict:
-        return {call: spec.jail_target for call, spec in self.specs.items() if spec.placement == "jail"}
+        return {
+            call: spec.jail_target for call, spec in self.specs.items() if spec.placement == "jail"
+        }
 
     @property
     def grade(self) -> dict:
@@ -68,13 +72,17 @@ class Kit:
                 members = [(c, s) for c, s in self.specs.items() if c.startswith(namespace + ".")]
                 for member_call, member in members:
                     hint = member.guidance or member.description
-                    lines.append(f"    {_signature(member_call, member)}" + (f"  # {hint}" if hint else ""))
+                    lines.append(
+                        f"    {_signature(member_call, member)}" + (f"  # {hint}" if hint else "")
+                    )
                 practices = [(c, b) for c, s in members for b in s.best_practices]
                 if practices:
                     lines.append("    best practices:")
                     lines += [f"      - {c}: {b}" for c, b in practices]
         if self.docs_index():
-            lines += ["", "docs:"] + [f"    {path} ({what})" for path, what in self.docs_index().items()]
+            lines += ["", "docs:"] + [
+                f"    {path} ({what})" for path, what in self.docs_index().items()
+            ]
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict:
@@ -94,24 +102,39 @@ class Kit:
         """A ToolSession for one run: dispatch, checks, budgets, staged writes and the trace."""
         from lackjail.kit.session import ToolSession
 
-        return ToolSession(self, policy, workspace, approve=approve, on_event=on_event, dry_run=dry_run)
+        return ToolSession(
+            self, policy, workspace, approve=approve, on_event=on_event, dry_run=dry_run
+        )
 
 
 def _signature(call, spec) -> str:
-    tags = [t for t, on in (("needs approval", spec.approval == "required"),
-                            ("runs in the jail", spec.placement == "jail")) if on]
+    tags = [
+        t
+        for t, on in (
+            ("needs approval", spec.approval == "required"),
+            ("runs in the jail", spec.placement == "jail"),
+        )
+        if on
+    ]
     return spec.signature(call) + (f"  [{', '.join(tags)}]" if tags else "")
 
 
 def _prose(spec) -> list[str]:
     lines = [spec.description] if spec.description else []
-    for label, text in (("Use", spec.guidance), ("Input", spec.input_doc), ("Output", spec.output_doc)):
+    for label, text in (
+        ("Use", spec.guidance),
+        ("Input", spec.input_doc),
+        ("Output", spec.output_doc),
+    ):
         if text:
             lines.append(f"{label}: {text}")
     documented = [a for a in spec.args if a.description]
     if documented:
         lines.append("Parameters:")
-        lines += [f"  {a.name} ({a.type}{'' if a.required else ', optional'}): {a.description}" for a in documented]
+        lines += [
+            f"  {a.name} ({a.type}{'' if a.required else ', optional'}): {a.description}"
+            for a in documented
+        ]
     if spec.best_practices:
         lines.append("Best practices:")
         lines += [f"  - {b}" for b in spec.best_practices]

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lackjail.kit.confine import read_regular, show
 from lackjail.atomicfile import write_text_atomic
+from lackjail.kit.confine import read_regular, show
 from lackjail.kit.errors import KitError, ToolError
 from lackjail.kit.spec import TOOL_NAME_RE
 
@@ -44,7 +44,9 @@ class KitFile:
 
 def check_kit_name(name) -> str:
     if not isinstance(name, str) or not KIT_NAME_RE.fullmatch(name):
-        raise KitError(f"kit name {name!r} is not valid; use 1-64 letters, digits, '-' or '_' (no dots or slashes)")
+        raise KitError(
+            f"kit name {name!r} is not valid; use 1-64 letters, digits, '-' or '_' (no dots or slashes)"
+        )
     return name
 
 
@@ -53,11 +55,16 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
     lines = text.splitlines()
     meta: dict[str, str] = {}
     start = 0
-    first = next((i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), None)
+    first = next(
+        (i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")),
+        None,
+    )
     if first is not None and lines[first].strip() == "---":
         end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == "---"), None)
         if end is None:
-            raise KitError(f"{source}:{first + 1}: the '---' frontmatter is never closed; add a '---' line after it")
+            raise KitError(
+                f"{source}:{first + 1}: the '---' frontmatter is never closed; add a '---' line after it"
+            )
         for number in range(first + 1, end):
             line = lines[number].strip()
             if not line or line.startswith("#"):
@@ -65,8 +72,10 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
             key, colon, value = line.partition(":")
             key = key.strip()
             if not colon or key not in FRONTMATTER_KEYS:
-                raise KitError(f"{source}:{number + 1}: expected 'key: value' with key one of "
-                               f"{', '.join(FRONTMATTER_KEYS)}; got {line[:80]!r}")
+                raise KitError(
+                    f"{source}:{number + 1}: expected 'key: value' with key one of "
+                    f"{', '.join(FRONTMATTER_KEYS)}; got {line[:80]!r}"
+                )
             if key in meta:
                 raise KitError(f"{source}:{number + 1}: frontmatter key '{key}' is given twice")
             meta[key] = value.strip()
@@ -77,18 +86,30 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
         if not entry:
             continue
         if entry == "---":
-            raise KitError(f"{source}:{number + 1}: unexpected '---'; frontmatter goes once, at the top")
+            raise KitError(
+                f"{source}:{number + 1}: unexpected '---'; frontmatter goes once, at the top"
+            )
         if not TOOL_NAME_RE.fullmatch(entry):
-            raise KitError(f"{source}:{number + 1}: {entry[:80]!r} is not a tool name; write one tool name per line "
-                           "(comments start with #)")
+            raise KitError(
+                f"{source}:{number + 1}: {entry[:80]!r} is not a tool name; write one tool name per line "
+                "(comments start with #)"
+            )
         if entry in tools:
             raise KitError(f"{source}:{number + 1}: tool '{entry}' is listed twice")
         tools.append(entry)
     declared = meta.get("name", name)
     if declared != name:
-        raise KitError(f"{source}: frontmatter says name '{declared}' but the file is {name}.kit; make them match")
+        raise KitError(
+            f"{source}: frontmatter says name '{declared}' but the file is {name}.kit; make them match"
+        )
     docs = tuple(d.strip() for d in meta.get("docs", "").split(",") if d.strip())
-    return KitFile(name=name, description=meta.get("description", ""), docs=docs, tools=tuple(tools), source=source)
+    return KitFile(
+        name=name,
+        description=meta.get("description", ""),
+        docs=docs,
+        tools=tuple(tools),
+        source=source,
+    )
 
 
 def read_kit(path) -> KitFile:
@@ -114,11 +135,15 @@ def find_kit(name: str, workspace) -> Path | None:
     check_kit_name(name)
     for source, folder in kit_dirs(workspace):
         path = folder / f"{name}.kit"
-        if os.path.lexists(path):  # not is_file(): a kit that is a FIFO or a device must fail loudly, not vanish
+        if os.path.lexists(
+            path
+        ):  # not is_file(): a kit that is a FIFO or a device must fail loudly, not vanish
             root = os.path.realpath(workspace)
             if source == "workspace" and os.path.commonpath([root, os.path.realpath(path)]) != root:
                 # its parse errors would quote the outside file
-                raise KitError(f"kit file {path} leads outside the workspace; kit files must live in it")
+                raise KitError(
+                    f"kit file {path} leads outside the workspace; kit files must live in it"
+                )
             return path
     return None
 

@@ -32,7 +32,9 @@ class Pack:
         for member, spec in self.members.items():
             check_identifier(member, f"member of pack '{self.namespace}'")
             if not isinstance(spec, ToolSpec):
-                raise KitError(f"member '{member}' of pack '{self.namespace}' must be a ToolSpec, not {type(spec).__name__}")
+                raise KitError(
+                    f"member '{member}' of pack '{self.namespace}' must be a ToolSpec, not {type(spec).__name__}"
+                )
 
 
 def pack_from_module(module_name: str, namespace: str, description: str = "", **fields) -> Pack:
@@ -49,7 +51,10 @@ def pack_from_module(module_name: str, namespace: str, description: str = "", **
         if name.startswith("_") or fn.__module__ != module.__name__:
             continue
         members[name] = spec_from_function(
-            fn, name=f"{namespace}.{name}", provider="python",
-            provider_config={"module": module_name, "function": name}, **fields,
+            fn,
+            name=f"{namespace}.{name}",
+            provider="python",
+            provider_config={"module": module_name, "function": name},
+            **fields,
         )
     return Pack(namespace, description or (inspect.getdoc(module) or "").split("\n", 1)[0], members)

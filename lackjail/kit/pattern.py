@@ -27,10 +27,14 @@ class Pattern:
         if "\x00" in text:
             raise ToolError(f"pattern {show(text)} contains a NUL byte")
         if text.startswith("/"):
-            raise ToolError(f"pattern {show(text)} is absolute; patterns are relative to the workspace")
+            raise ToolError(
+                f"pattern {show(text)} is absolute; patterns are relative to the workspace"
+            )
         segments = [s for s in text.split("/") if s not in ("", ".")]
         if ".." in segments:
-            raise ToolError(f"pattern {show(text)} contains '..'; patterns cannot leave the workspace")
+            raise ToolError(
+                f"pattern {show(text)} contains '..'; patterns cannot leave the workspace"
+            )
         if not segments:
             raise ToolError(f"pattern {show(text)} names no files")
         self.text = text

@@ -46,14 +46,18 @@ def _copy(value, where, tally, depth):
         if tally.items > MAX_ITEMS:
             raise ToolError(f"{where} holds more than {MAX_ITEMS} list/dict items")
     else:
-        raise ToolError(f"{where} is of type {kind.__name__}, which is not plain data ({PLAIN_TYPES})")
+        raise ToolError(
+            f"{where} is of type {kind.__name__}, which is not plain data ({PLAIN_TYPES})"
+        )
     if tally.size > tally.max_size:
         raise ToolError(f"{where} is larger than {tally.max_size} bytes")
     if kind is dict:
         out = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise ToolError(f"{where} has a key of type {type(key).__name__}; dict keys must be str")
+                raise ToolError(
+                    f"{where} has a key of type {type(key).__name__}; dict keys must be str"
+                )
             tally.size += len(key)
             out[key] = _copy(item, f"{where}[{display(key, 40)}]", tally, depth + 1)
         return out
@@ -85,7 +89,11 @@ def display(value, width: int = 80, depth: int = 0):
             shown["…"] = f"+{len(value) - 5} keys"
         return shown
     if kind in (bool, int, float, type(None)):
-        return value if kind is not int or -MAX_INT < value < MAX_INT else f"<int of {value.bit_length()} bits>"
+        return (
+            value
+            if kind is not int or -MAX_INT < value < MAX_INT
+            else f"<int of {value.bit_length()} bits>"
+        )
     return f"<{kind.__name__}>"
 
 

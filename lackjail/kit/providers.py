@@ -18,8 +18,9 @@ import functools
 import importlib
 import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from lackjail.kit import builtin_tools
 from lackjail.kit.errors import KitError
@@ -52,7 +53,9 @@ class BuiltinProvider:
     def check(self, spec: ToolSpec) -> None:
         if spec.name not in builtin_tools.IMPLEMENTATIONS:
             known = ", ".join(sorted(builtin_tools.IMPLEMENTATIONS))
-            raise KitError(f"tool '{spec.name}': no built-in tool of that name; built-in tools: {known}")
+            raise KitError(
+                f"tool '{spec.name}': no built-in tool of that name; built-in tools: {known}"
+            )
 
     def bind(self, spec: ToolSpec, ctx: ToolContext) -> Callable[..., Any]:
         return functools.partial(builtin_tools.IMPLEMENTATIONS[spec.name], ctx)
@@ -75,8 +78,10 @@ class PythonProvider:
         try:
             signature.bind(**{a.name: None for a in spec.args})
         except TypeError as exc:
-            raise KitError(f"tool '{spec.name}': the spec's arguments do not fit {spec.provider_config['module']}."
-                           f"{spec.provider_config.get('function', spec.name)}: {exc}") from None
+            raise KitError(
+                f"tool '{spec.name}': the spec's arguments do not fit {spec.provider_config['module']}."
+                f"{spec.provider_config.get('function', spec.name)}: {exc}"
+            ) from None
 
     def bind(self, spec: ToolSpec, ctx: ToolContext) -> Callable[..., Any]:
         config = spec.provider_config
@@ -91,19 +96,29 @@ class PythonProvider:
         config = spec.provider_config
         unknown = set(config) - {"module", "function"}
         if unknown:
-            raise KitError(f"tool '{spec.name}': unknown provider_config key(s) {', '.join(sorted(unknown))}; "
-                           "the python provider takes module and function")
+            raise KitError(
+                f"tool '{spec.name}': unknown provider_config key(s) {', '.join(sorted(unknown))}; "
+                "the python provider takes module and function"
+            )
         module_name = config.get("module")
         function = config.get("function", spec.name.rpartition(".")[2])
         if not isinstance(module_name, str) or not MODULE_RE.fullmatch(module_name):
-            raise KitError(f"tool '{spec.name}': provider_config.module must be a dotted module name, not {module_name!r}")
+            raise KitError(
+                f"tool '{spec.name}': provider_config.module must be a dotted module name, not {module_name!r}"
+            )
         if not isinstance(function, str) or not function.isidentifier() or function.startswith("_"):
-            raise KitError(f"tool '{spec.name}': provider_config.function must be a public function name, not {function!r}")
+            raise KitError(
+                f"tool '{spec.name}': provider_config.function must be a public function name, not {function!r}"
+            )
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise KitError(f"tool '{spec.name}': cannot import module '{module_name}': {exc}") from None
+            raise KitError(
+                f"tool '{spec.name}': cannot import module '{module_name}': {exc}"
+            ) from None
         fn = getattr(module, function, None)
         if not callable(fn):
-            raise KitError(f"tool '{spec.name}': module '{module_name}' has no function '{function}'")
+            raise KitError(
+                f"tool '{spec.name}': module '{module_name}' has no function '{function}'"
+            )
         return fn

@@ -21,7 +21,7 @@ from lackjail.kit.spec import ToolSpec, check_identifier
 from lackjail.kit.toolbox import Toolbox, default_toolbox
 
 NESTED_KEYS = ("tool", "description", "approval", "timeout_s")
-FORMS = ("None, 'none', a kit name, 'a,b', a list of tool names, a dict of alias -> tool, or a Kit")
+FORMS = "None, 'none', a kit name, 'a,b', a list of tool names, a dict of alias -> tool, or a Kit"
 
 
 class _Builder:
@@ -43,7 +43,9 @@ class _Builder:
         elif isinstance(target, str):
             self._named(alias, target.strip(), overrides)
         else:
-            raise KitError(f"entry {alias or target!r} in {self.where} must be a tool name, not {type(target).__name__}")
+            raise KitError(
+                f"entry {alias or target!r} in {self.where} must be a tool name, not {type(target).__name__}"
+            )
 
     def _named(self, alias, name, overrides):
         box = self.box
@@ -67,7 +69,9 @@ class _Builder:
         self.packs.setdefault(namespace, about)
         for member, spec in pack.members.items():
             if only is None or member == only:
-                self._put(f"{namespace}.{member}", _override(spec, overrides, keep_description=True))
+                self._put(
+                    f"{namespace}.{member}", _override(spec, overrides, keep_description=True)
+                )
 
     def _tool(self, call, spec, overrides):
         check_identifier(call, f"tool name in {self.where}:")
@@ -76,7 +80,9 @@ class _Builder:
 
     def _claim_top(self, name, is_pack):
         if hasattr(builtins, name):
-            raise KitError(f"name '{name}' in {self.where} would hide the builtin {name}(); pick another alias")
+            raise KitError(
+                f"name '{name}' in {self.where} would hide the builtin {name}(); pick another alias"
+            )
         clash = name in self.packs if not is_pack else name in self.entries
         if clash:
             raise KitError(f"name '{name}' in {self.where} is both a tool and a pack; rename one")
@@ -84,8 +90,10 @@ class _Builder:
     def _put(self, call, spec):
         old = self.entries.get(call)
         if old is not None and old != spec:
-            raise KitError(f"name '{call}' in {self.where} names two different tools ('{old.name}' and '{spec.name}'); "
-                           "give one an alias")
+            raise KitError(
+                f"name '{call}' in {self.where} names two different tools ('{old.name}' and '{spec.name}'); "
+                "give one an alias"
+            )
         self.entries[call] = spec
 
     def add_form(self, form, label: str) -> None:
@@ -93,7 +101,9 @@ class _Builder:
         if isinstance(form, str):
             names = [n.strip() for n in form.split(",")]
             if not all(names):
-                raise KitError(f"{label} {form!r} has an empty tool name; write 'a,b' with no empty entries")
+                raise KitError(
+                    f"{label} {form!r} has an empty tool name; write 'a,b' with no empty entries"
+                )
             form = names
         if isinstance(form, (ToolSpec, Pack)):
             form = [form]
@@ -107,9 +117,15 @@ class _Builder:
                 if isinstance(value, dict):
                     unknown = set(value) - set(NESTED_KEYS)
                     if unknown:
-                        raise KitError(f"unknown key(s) {', '.join(sorted(map(str, unknown)))} for '{alias}' in "
-                                       f"{self.where}; known keys: {', '.join(NESTED_KEYS)}")
-                    self.add(alias, value.get("tool", alias), {k: v for k, v in value.items() if k != "tool"})
+                        raise KitError(
+                            f"unknown key(s) {', '.join(sorted(map(str, unknown)))} for '{alias}' in "
+                            f"{self.where}; known keys: {', '.join(NESTED_KEYS)}"
+                        )
+                    self.add(
+                        alias,
+                        value.get("tool", alias),
+                        {k: v for k, v in value.items() if k != "tool"},
+                    )
                 else:
                     self.add(alias, value)
         else:
@@ -142,11 +158,18 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
         builder = _Builder(box, f"kit '{kit_file.name}' ({kit_file.source})")
         builder.add_form(list(kit_file.tools), "kit file")
     else:
-        if isinstance(spec, str) and "," not in spec and spec.strip() not in box.tools \
-                and spec.strip() not in box.packs and "." not in spec:
+        if (
+            isinstance(spec, str)
+            and "," not in spec
+            and spec.strip() not in box.tools
+            and spec.strip() not in box.packs
+            and "." not in spec
+        ):
             kits = ", ".join(n for n, _, _ in list_kits(folder)) or "none"
-            raise KitError(f"no kit named {spec!r} (kits in {os.path.join(folder, '.lackjail', 'kits')} and bundled: "
-                           f"{kits}) and no tool or pack of that name; known tools and packs: {', '.join(box.known())}")
+            raise KitError(
+                f"no kit named {spec!r} (kits in {os.path.join(folder, '.lackjail', 'kits')} and bundled: "
+                f"{kits}) and no tool or pack of that name; known tools and packs: {', '.join(box.known())}"
+            )
         builder = _Builder(box, "kit 'custom'")
         builder.add_form(spec, "a kit")
     if extra_tools is not None:

@@ -41,7 +41,9 @@ class CallOutcome:
 class ToolSession:
     """Tool calls of one run against one kit, policy and workspace; see the module docstring."""
 
-    def __init__(self, kit, policy=None, workspace=None, approve=None, on_event=None, dry_run=False):
+    def __init__(
+        self, kit, policy=None, workspace=None, approve=None, on_event=None, dry_run=False
+    ):
         self.kit = kit
         self.policy = load_policy(policy)
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
@@ -62,13 +64,20 @@ class ToolSession:
         """Check and run one call from the program; always returns, never raises for the program's doing."""
         with self._lock:
             started = time.perf_counter()
-            entry = {"seq": len(self.trace) + 1, "tool": name if self._known(name) else display(name, 60)}
+            entry = {
+                "seq": len(self.trace) + 1,
+                "tool": name if self._known(name) else display(name, 60),
+            }
             try:
                 outcome = self._dispatch(name, args, kwargs, entry)
             except ToolError as exc:
                 outcome = CallOutcome(False, None, _message(exc), exc.verdict)
-            except Exception as exc:  # a bug of a provider or of lackjail: fail this call, keep the run
-                outcome = CallOutcome(False, None, _message(f"internal error in {entry['tool']}: {_describe(exc)}"))
+            except (
+                Exception
+            ) as exc:  # a bug of a provider or of lackjail: fail this call, keep the run
+                outcome = CallOutcome(
+                    False, None, _message(f"internal error in {entry['tool']}: {_describe(exc)}")
+                )
             entry.setdefault("args", [])
             entry["ok"] = outcome.ok
             entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -89,7 +98,9 @@ class ToolSession:
         self.budget.charge_call()  # every call counts, unknown names too: a loop of bad calls still ends
         if not self._known(name):
             if type(name) is str and name in self.kit.jail_tools:
-                raise ToolError(f"{name} runs inside the jail; it is not answered by the controller")
+                raise ToolError(
+                    f"{name} runs inside the jail; it is not answered by the controller"
+                )
             known = ", ".join(sorted(self._host)) or "none"
             raise ToolError(f"no tool named {display(name, 60)} in this kit; host tools: {known}")
         if type(args) not in (list, tuple):
@@ -97,12 +108,16 @@ class ToolSession:
         if kwargs is None:
             kwargs = {}
         if type(kwargs) is not dict:
-            raise ToolError(f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}")
+            raise ToolError(
+                f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
+            )
         args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
         entry["args"] = [display(a) for a in args]
         if kwargs:
-            entry["kwargs"] = {k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v)
-                               for k, v in kwargs.items()}
+            entry["kwargs"] = {
+                k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v)
+                for k, v in kwargs.items()
+            }
         spec = self.kit.specs[name]
         bound = spec.bind(name, args, kwargs)
         self._check_policy(name, spec)
@@ -121,21 +136,36 @@ class ToolSession:
         if names & set(rules.deny):
             raise ToolDenied(f"{name} is denied by policy '{self.policy.name}' (tools.deny)")
         if rules.allow and not names & set(rules.allow):
-            raise ToolDenied(f"{name} is not in the allowed tools of policy '{self.policy.name}' (tools.allow)")
+            raise ToolDenied(
+                f"{name} is not in the allowed tools of policy '{self.policy.name}' (tools.allow)"
+            )
 
     def _check_approval(self, name, spec, entry) -> None:
         by_policy = bool(self._rule_names(name, spec) & set(self.policy.tools.approval))
         if spec.approval != "required" and not by_policy:
             return
-        reason = f"policy '{self.policy.name}' requires approval for it" if by_policy else "the tool requires approval"
+        reason = (
+            f"policy '{self.policy.name}' requires approval for it"
+            if by_policy
+            else "the tool requires approval"
+        )
         if self.approve is None:
-            raise ToolDenied(f"{name} needs approval ({reason}) and there is no approver; "
-                             "pass approve= (library) or --yes (CLI)")
-        call = {"tool": name, "args": entry["args"], "kwargs": entry.get("kwargs", {}), "reason": reason}
+            raise ToolDenied(
+                f"{name} needs approval ({reason}) and there is no approver; "
+                "pass approve= (library) or --yes (CLI)"
+            )
+        call = {
+            "tool": name,
+            "args": entry["args"],
+            "kwargs": entry.get("kwargs", {}),
+            "reason": reason,
+        }
         try:
             granted = self.approve(call) is True
         except Exception as exc:
-            raise ToolDenied(f"{name} was not approved: the approver failed ({_describe(exc)})") from None
+            raise ToolDenied(
+                f"{name} was not approved: the approver failed ({_describe(exc)})"
+            ) from None
         if not granted:
             raise ToolDenied(f"{name} was not approved")
 
@@ -155,7 +185,9 @@ class ToolSession:
             self._runner = _ToolThread()
         box = self._runner.run(fn, bound, timeout)
         if box is None:
-            self._runner = None  # abandoned: the hung call keeps that thread; the next call gets a new one
+            self._runner = (
+                None  # abandoned: the hung call keeps that thread; the next call gets a new one
+            )
             view.close()
             ctx.cancelled.set()
             raise ToolError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
@@ -210,7 +242,9 @@ class _ToolThread:
             box: dict = {}
             try:
                 box["value"] = fn(**bound)
-            except BaseException as exc:  # the tool's failure, reported to the program by the caller
+            except (
+                BaseException
+            ) as exc:  # the tool's failure, reported to the program by the caller
                 box["error"] = exc
             self._results.put(box)
 

@@ -23,8 +23,15 @@ PLACEMENTS = ("host", "jail")
 JAIL_MODULE_PREFIX = "lackjail.worker."  # the only package a jail can import tools from
 # Declared argument types and the exact Python types they accept.
 TYPES = {
-    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "bytes": (bytes,),
-    "list": (list,), "dict": (dict,), "None": (type(None),), "Any": None,
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "bytes": (bytes,),
+    "list": (list,),
+    "dict": (dict,),
+    "None": (type(None),),
+    "Any": None,
 }
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 TOOL_NAME_RE = re.compile(rf"{_IDENT}(\.{_IDENT})?")
@@ -33,8 +40,15 @@ MODULE_RE = re.compile(rf"{_IDENT}(\.{_IDENT})*")
 
 def check_identifier(name, what: str) -> None:
     """Raise KitError unless NAME can be bound in a program (identifier, no keyword, no leading _)."""
-    if not isinstance(name, str) or not re.fullmatch(_IDENT, name) or keyword.iskeyword(name) or name.startswith("_"):
-        raise KitError(f"{what} {name!r} is not a usable name; use letters, digits and _ (not starting with _ or a digit)")
+    if (
+        not isinstance(name, str)
+        or not re.fullmatch(_IDENT, name)
+        or keyword.iskeyword(name)
+        or name.startswith("_")
+    ):
+        raise KitError(
+            f"{what} {name!r} is not a usable name; use letters, digits and _ (not starting with _ or a digit)"
+        )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -58,7 +72,9 @@ def parse_type(text: str, where: str) -> tuple[str, ...]:
         base = part.strip().split("[", 1)[0].strip()
         base = {"NoneType": "None", "typing.Any": "Any", "object": "Any"}.get(base, base)
         if base not in TYPES:
-            raise KitError(f"{where} has type {text.strip()!r}; tools take plain data: use one of {', '.join(TYPES)}")
+            raise KitError(
+                f"{where} has type {text.strip()!r}; tools take plain data: use one of {', '.join(TYPES)}"
+            )
         bases.append(base)
     return tuple(bases)
 
@@ -88,9 +104,13 @@ def _arg(value, tool: str) -> ArgSpec:
     if isinstance(value, dict):
         unknown = set(value) - {"name", "type", "description", "required"}
         if unknown or "name" not in value:
-            raise KitError(f"argument of tool '{tool}' must have keys name, type, description, required; got {sorted(value)}")
+            raise KitError(
+                f"argument of tool '{tool}' must have keys name, type, description, required; got {sorted(value)}"
+            )
         return ArgSpec(**value)
-    raise KitError(f"argument of tool '{tool}' must be an ArgSpec or a dict, not {type(value).__name__}")
+    raise KitError(
+        f"argument of tool '{tool}' must be an ArgSpec or a dict, not {type(value).__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -122,11 +142,15 @@ class ToolSpec:
     def __post_init__(self):
         name = self.name
         if not isinstance(name, str) or not TOOL_NAME_RE.fullmatch(name):
-            raise KitError(f"tool name {name!r} is not valid; use an identifier like 'read_file' or 'pack.member'")
+            raise KitError(
+                f"tool name {name!r} is not valid; use an identifier like 'read_file' or 'pack.member'"
+            )
         for part in name.split("."):
             check_identifier(part, "tool name")
         if not isinstance(self.provider, str) or not self.provider:
-            raise KitError(f"tool '{name}' has no provider; set provider='builtin', 'python' or a registered one")
+            raise KitError(
+                f"tool '{name}' has no provider; set provider='builtin', 'python' or a registered one"
+            )
         if not isinstance(self.provider_config, (dict, MappingProxyType)):
             raise KitError(f"tool '{name}': provider_config must be a dict")
         object.__setattr__(self, "provider_config", MappingProxyType(dict(self.provider_config)))
@@ -136,39 +160,63 @@ class ToolSpec:
         for arg in args:
             check_identifier(arg.name, f"argument of tool '{name}'")
             if type(arg.required) is not bool or not isinstance(arg.description, str):
-                raise KitError(f"argument '{arg.name}' of tool '{name}': required must be true/false and description a str")
+                raise KitError(
+                    f"argument '{arg.name}' of tool '{name}': required must be true/false and description a str"
+                )
             if arg.name in seen:
                 raise KitError(f"tool '{name}' declares argument '{arg.name}' twice")
             seen.add(arg.name)
             parse_type(arg.type, f"argument '{arg.name}' of tool '{name}'")
             if arg.required and optional_seen:
-                raise KitError(f"tool '{name}': required argument '{arg.name}' follows an optional one")
+                raise KitError(
+                    f"tool '{name}': required argument '{arg.name}' follows an optional one"
+                )
             optional_seen |= not arg.required
         parse_type(self.returns, f"the return of tool '{name}'")
         for key in ("grade_w", "effects_ceiling"):
             value = getattr(self, key)
             if type(value) is not int or not 0 <= value <= 3:
-                raise KitError(f"tool '{name}': {key} must be 0 (pure), 1 (read), 2 (scoped exec) or 3 (write), not {value!r}")
+                raise KitError(
+                    f"tool '{name}': {key} must be 0 (pure), 1 (read), 2 (scoped exec) or 3 (write), not {value!r}"
+                )
         timeout = self.timeout_s
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
-            raise KitError(f"tool '{name}': timeout_s must be seconds in (0, {MAX_TIMEOUT_S:g}], not {timeout!r}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout <= MAX_TIMEOUT_S
+        ):
+            raise KitError(
+                f"tool '{name}': timeout_s must be seconds in (0, {MAX_TIMEOUT_S:g}], not {timeout!r}"
+            )
         object.__setattr__(self, "timeout_s", float(timeout))
         if self.approval not in APPROVALS:
-            raise KitError(f"tool '{name}': approval must be one of {', '.join(APPROVALS)}, not {self.approval!r}")
+            raise KitError(
+                f"tool '{name}': approval must be one of {', '.join(APPROVALS)}, not {self.approval!r}"
+            )
         if self.placement not in PLACEMENTS:
-            raise KitError(f"tool '{name}': placement must be one of {', '.join(PLACEMENTS)}, not {self.placement!r}")
+            raise KitError(
+                f"tool '{name}': placement must be one of {', '.join(PLACEMENTS)}, not {self.placement!r}"
+            )
         if self.placement == "jail":
             self._check_jail_placement()
-        if self.docs is not None and (not isinstance(self.docs, str) or not self.docs or "\x00" in self.docs):
+        if self.docs is not None and (
+            not isinstance(self.docs, str) or not self.docs or "\x00" in self.docs
+        ):
             raise KitError(f"tool '{name}': docs must be a path inside the workspace")
         object.__setattr__(self, "best_practices", tuple(str(b) for b in self.best_practices))
 
     def _check_jail_placement(self):
         module = self.provider_config.get("module", "")
         if self.grade_w or self.effects_ceiling:
-            raise KitError(f"tool '{self.name}': placement 'jail' is only for pure tools (grade_w 0, effects_ceiling 0)")
-        if self.provider != "python" or not isinstance(module, str) or not MODULE_RE.fullmatch(module) \
-                or not module.startswith(JAIL_MODULE_PREFIX):
+            raise KitError(
+                f"tool '{self.name}': placement 'jail' is only for pure tools (grade_w 0, effects_ceiling 0)"
+            )
+        if (
+            self.provider != "python"
+            or not isinstance(module, str)
+            or not MODULE_RE.fullmatch(module)
+            or not module.startswith(JAIL_MODULE_PREFIX)
+        ):
             raise KitError(
                 f"tool '{self.name}': placement 'jail' needs provider 'python' with a module in "
                 f"{JAIL_MODULE_PREFIX}* (the jail holds only the worker package); got {module!r}"
@@ -177,14 +225,18 @@ class ToolSpec:
     @property
     def jail_target(self) -> tuple[str, str]:
         """(module, function) the jail imports for a placement 'jail' tool."""
-        return self.provider_config["module"], self.provider_config.get("function", self.name.rpartition(".")[2])
+        return self.provider_config["module"], self.provider_config.get(
+            "function", self.name.rpartition(".")[2]
+        )
 
     def replace(self, **changes) -> ToolSpec:
         return dataclasses.replace(self, **changes)
 
     def signature(self, call_name: str | None = None) -> str:
         """`name(a: str, [b: int]) -> list` as a program calls it."""
-        parts = [f"{a.name}: {a.type}" if a.required else f"[{a.name}: {a.type}]" for a in self.args]
+        parts = [
+            f"{a.name}: {a.type}" if a.required else f"[{a.name}: {a.type}]" for a in self.args
+        ]
         return f"{call_name or self.name}({', '.join(parts)}) -> {self.returns}"
 
     def to_dict(self) -> dict:
@@ -201,11 +253,15 @@ class ToolSpec:
         """
         names = [a.name for a in self.args]
         if len(args) > len(names):
-            raise ToolError(f"{call_name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but {len(args)} were given")
+            raise ToolError(
+                f"{call_name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but {len(args)} were given"
+            )
         bound = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in names:
-                raise ToolError(f"{call_name}() got an unexpected keyword argument {key[:60]!r}; it takes: {', '.join(names) or 'nothing'}")
+                raise ToolError(
+                    f"{call_name}() got an unexpected keyword argument {key[:60]!r}; it takes: {', '.join(names) or 'nothing'}"
+                )
             if key in bound:
                 raise ToolError(f"{call_name}() got multiple values for argument '{key}'")
             bound[key] = value
@@ -215,11 +271,16 @@ class ToolSpec:
                     raise ToolError(f"{call_name}() is missing required argument '{arg.name}'")
                 continue
             if not type_accepts(arg.type, bound[arg.name]):
-                raise ToolError(f"{call_name}() argument '{arg.name}' must be {arg.type}, not {type(bound[arg.name]).__name__}")
+                raise ToolError(
+                    f"{call_name}() argument '{arg.name}' must be {arg.type}, not {type(bound[arg.name]).__name__}"
+                )
         return bound
 
 
 def grade_of(specs) -> dict:
     """Element-wise max of the tools' grades: {"w": world coupling, "d": effects ceiling}; {0, 0} for no tools."""
     specs = list(specs)
-    return {"w": max((s.grade_w for s in specs), default=0), "d": max((s.effects_ceiling for s in specs), default=0)}
+    return {
+        "w": max((s.grade_w for s in specs), default=0),
+        "d": max((s.effects_ceiling for s in specs), default=0),
+    }

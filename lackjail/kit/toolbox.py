@@ -26,17 +26,25 @@ class Toolbox:
 
     def register_provider(self, provider) -> None:
         name = getattr(provider, "name", None)
-        if not isinstance(name, str) or not name or not callable(getattr(provider, "check", None)) \
-                or not callable(getattr(provider, "bind", None)):
-            raise KitError("a provider needs a str `name` and `check(spec)` and `bind(spec, ctx)` methods")
+        if (
+            not isinstance(name, str)
+            or not name
+            or not callable(getattr(provider, "check", None))
+            or not callable(getattr(provider, "bind", None))
+        ):
+            raise KitError(
+                "a provider needs a str `name` and `check(spec)` and `bind(spec, ctx)` methods"
+            )
         self.providers[name] = provider
 
     def check(self, spec: ToolSpec) -> None:
         """Raise KitError unless SPEC's provider is registered and accepts it."""
         provider = self.providers.get(spec.provider)
         if provider is None:
-            raise KitError(f"tool '{spec.name}': no provider '{spec.provider}'; registered providers: "
-                           f"{', '.join(sorted(self.providers))}")
+            raise KitError(
+                f"tool '{spec.name}': no provider '{spec.provider}'; registered providers: "
+                f"{', '.join(sorted(self.providers))}"
+            )
         provider.check(spec)
 
     def register_tool(self, spec: ToolSpec) -> None:
@@ -51,7 +59,9 @@ class Toolbox:
         if not isinstance(pack, Pack):
             raise KitError(f"register_pack takes a Pack, not {type(pack).__name__}")
         if pack.namespace in self.tools:
-            raise KitError(f"pack '{pack.namespace}' would hide the tool of the same name; rename one")
+            raise KitError(
+                f"pack '{pack.namespace}' would hide the tool of the same name; rename one"
+            )
         for spec in pack.members.values():
             self.check(spec)
         self.packs[pack.namespace] = pack
@@ -63,7 +73,9 @@ class Toolbox:
         """The error for a name that is neither a tool nor a pack, with the closest known names."""
         close = difflib.get_close_matches(name, self.known(), n=3)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-        return KitError(f"unknown tool {name!r} in {where}{hint}; known tools and packs: {', '.join(self.known())}")
+        return KitError(
+            f"unknown tool {name!r} in {where}{hint}; known tools and packs: {', '.join(self.known())}"
+        )
 
 
 def default_toolbox() -> Toolbox:
@@ -74,13 +86,24 @@ def default_toolbox() -> Toolbox:
     box.register_provider(BuiltinProvider())
     box.register_provider(PythonProvider())
     for name, fn in builtin_tools.IMPLEMENTATIONS.items():
-        box.register_tool(spec_from_function(fn, name=name, provider="builtin", skip_params=1,
-                                             **builtin_tools.SETTINGS[name]))
+        box.register_tool(
+            spec_from_function(
+                fn, name=name, provider="builtin", skip_params=1, **builtin_tools.SETTINGS[name]
+            )
+        )
     for name in PURE_TOOLS:
-        box.register_tool(spec_from_function(
-            getattr(puretools, name), name=name, provider="python",
-            provider_config={"module": PURE_MODULE, "function": name},
-            grade_w=0, effects_ceiling=0, placement="jail",
-        ))
-    box.register_pack(Pack("fs", "Files inside the workspace.", {m: box.tools[t] for m, t in FS_PACK.items()}))
+        box.register_tool(
+            spec_from_function(
+                getattr(puretools, name),
+                name=name,
+                provider="python",
+                provider_config={"module": PURE_MODULE, "function": name},
+                grade_w=0,
+                effects_ceiling=0,
+                placement="jail",
+            )
+        )
+    box.register_pack(
+        Pack("fs", "Files inside the workspace.", {m: box.tools[t] for m, t in FS_PACK.items()})
+    )
     return box

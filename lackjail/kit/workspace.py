@@ -19,7 +19,14 @@ import threading
 import weakref
 
 from lackjail.kit.confine import (
-    FileTooLarge, check_writable, existing_kind, inside, read_regular, resolve, show, workspace_root,
+    FileTooLarge,
+    check_writable,
+    existing_kind,
+    inside,
+    read_regular,
+    resolve,
+    show,
+    workspace_root,
 )
 from lackjail.kit.errors import CommitError, LimitExceeded, ToolDenied, ToolError
 from lackjail.kit.pattern import Pattern
@@ -49,7 +56,9 @@ class StagingArea:
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self._count += 1
         key = f"{self._count:08d}"
-        fd = os.open(os.path.join(self._dir, key), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            os.path.join(self._dir, key), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+        )
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         return key
@@ -101,8 +110,10 @@ class Workspace:
                 for rel, data in view.pending.items():
                     new[rel] = self.staging.write(data)
                     if self.staging.read(new[rel]) != data:
-                        raise ToolError(f"write verification failed for {show(rel)}: the staged copy read back "
-                                        "differs from what was written; nothing was written")
+                        raise ToolError(
+                            f"write verification failed for {show(rel)}: the staged copy read back "
+                            "differs from what was written; nothing was written"
+                        )
                 view.budget.charge_write(sum(len(d) for d in view.pending.values()))
             except BaseException as exc:
                 for key in new.values():
@@ -126,12 +137,18 @@ class Workspace:
             old, source = [], "/dev/null"
             if os.path.lexists(real):
                 try:
-                    old = read_regular(real, MAX_FILE_BYTES, rel).decode("utf-8", "replace").splitlines(keepends=True)
+                    old = (
+                        read_regular(real, MAX_FILE_BYTES, rel)
+                        .decode("utf-8", "replace")
+                        .splitlines(keepends=True)
+                    )
                     source = f"a/{rel}"
                 except ToolError as exc:
                     out.append(f"# {exc}\n")
             for line in difflib.unified_diff(old, new, source, f"b/{rel}"):
-                out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+                out.append(
+                    line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                )
         return "".join(out)
 
     def commit(self) -> list[str]:
@@ -148,8 +165,14 @@ class Workspace:
                     data = self.staging.read(self._staged[rel])
                     real = self._target(rel)
                     made += _make_parents(self.root, os.path.dirname(real))
-                    mode = os.stat(real).st_mode & 0o7777 if existing_kind(real, rel) else NEW_FILE_MODE
-                    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".lackjail-", suffix=".tmp")
+                    mode = (
+                        os.stat(real).st_mode & 0o7777
+                        if existing_kind(real, rel)
+                        else NEW_FILE_MODE
+                    )
+                    fd, tmp = tempfile.mkstemp(
+                        dir=os.path.dirname(real), prefix=".lackjail-", suffix=".tmp"
+                    )
                     prepared.append((tmp, real, rel))
                     with os.fdopen(fd, "wb") as fh:
                         fh.write(data)
@@ -168,8 +191,10 @@ class Workspace:
                     os.replace(tmp, real)
                 except OSError as exc:
                     _undo(prepared[index:], [])
-                    raise CommitError(f"commit stopped at {show(rel)} ({exc.strerror}); written before it: "
-                                      f"{', '.join(written) or 'nothing'}") from None
+                    raise CommitError(
+                        f"commit stopped at {show(rel)} ({exc.strerror}); written before it: "
+                        f"{', '.join(written) or 'nothing'}"
+                    ) from None
                 written.append(rel)
             for folder in {os.path.dirname(real) for _, real, _ in prepared}:
                 _fsync_dir(folder)
@@ -186,7 +211,9 @@ class Workspace:
     def _target(self, rel: str) -> str:
         real, now = resolve(self.root, rel)
         if now != rel:
-            raise CommitError(f"{show(rel)} now resolves to {show(now)} (a symlink changed since the write was staged)")
+            raise CommitError(
+                f"{show(rel)} now resolves to {show(now)} (a symlink changed since the write was staged)"
+            )
         check_writable(rel, rel)
         return real
 
@@ -202,7 +229,9 @@ def _make_parents(root: str, folder: str) -> list[str]:
             os.mkdir(current, 0o755)
             made.append(current)
     if os.path.realpath(folder) != folder or not inside(folder, root) or not os.path.isdir(folder):
-        raise CommitError(f"folder {show(os.path.relpath(folder, root))} is not a plain folder inside the workspace")
+        raise CommitError(
+            f"folder {show(os.path.relpath(folder, root))} is not a plain folder inside the workspace"
+        )
     return made
 
 
@@ -270,9 +299,13 @@ class WorkspaceView:
                 raise FileTooLarge(path)
         except FileTooLarge:
             if allowance < MAX_FILE_BYTES:
-                raise LimitExceeded(f"reading {show(path)} would pass the run's read budget of "
-                                    f"{self.budget.max_read} bytes (policy limits.read_bytes)") from None
-            raise ToolError(f"{show(path)} is larger than {MAX_FILE_BYTES} bytes, the cap for one file") from None
+                raise LimitExceeded(
+                    f"reading {show(path)} would pass the run's read budget of "
+                    f"{self.budget.max_read} bytes (policy limits.read_bytes)"
+                ) from None
+            raise ToolError(
+                f"{show(path)} is larger than {MAX_FILE_BYTES} bytes, the cap for one file"
+            ) from None
         self._check_open()
         self.budget.charge_read(len(data))
         return data
@@ -285,7 +318,9 @@ class WorkspaceView:
         real, rel = resolve(self.root, path)
         check_writable(rel, path)
         if len(data) > MAX_FILE_BYTES:
-            raise ToolError(f"content for {show(path)} is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap for one file")
+            raise ToolError(
+                f"content for {show(path)} is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap for one file"
+            )
         if rel not in self.pending and self.workspace.staged_bytes(rel) is None:
             existing_kind(real, path)
         others = sum(len(d) for r, d in self.pending.items() if r != rel)
@@ -307,7 +342,9 @@ class WorkspaceView:
             for entry in entries:
                 seen += 1
                 if seen > MAX_WALK_ENTRIES:
-                    raise ToolError(f"find_files looked at {MAX_WALK_ENTRIES} entries without finishing; narrow the pattern")
+                    raise ToolError(
+                        f"find_files looked at {MAX_WALK_ENTRIES} entries without finishing; narrow the pattern"
+                    )
                 if seen % 1024 == 0:
                     self._check_open()
                 after = pattern.step(states, entry.name)
@@ -318,9 +355,13 @@ class WorkspaceView:
                     stack.append((rel, entry.path, after))
                 elif pattern.is_match(after) and self._confined_file(entry):
                     found.add(rel)
-        found.update(rel for rel in [*self.workspace.staged_paths(), *self.pending] if pattern.matches(rel))
+        found.update(
+            rel for rel in [*self.workspace.staged_paths(), *self.pending] if pattern.matches(rel)
+        )
         if len(found) > MAX_MATCHES:
-            raise ToolError(f"pattern {show(pattern_text)} matches more than {MAX_MATCHES} files; narrow it")
+            raise ToolError(
+                f"pattern {show(pattern_text)} matches more than {MAX_MATCHES} files; narrow it"
+            )
         return sorted(found)
 
     def _confined_file(self, entry) -> bool:

@@ -15,6 +15,16 @@ from .validator import check, validate, validate_tree
 SPEC = spec()
 
 __all__ = [
-    "ALLOWED_BUILTINS", "FORBIDDEN_NAMES", "Limits", "SPEC", "ValidationError", "ValidationResult",
-    "check", "decode_source", "rules", "spec", "validate", "validate_tree",
+    "ALLOWED_BUILTINS",
+    "FORBIDDEN_NAMES",
+    "Limits",
+    "SPEC",
+    "ValidationError",
+    "ValidationResult",
+    "check",
+    "decode_source",
+    "rules",
+    "spec",
+    "validate",
+    "validate_tree",
 ]

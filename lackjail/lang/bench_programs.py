@@ -2,7 +2,7 @@
 
 TRIVIAL = "x = len([1, 2, 3])\nx"
 
-TWENTY_LINES = '''\
+TWENTY_LINES = """\
 words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
 sizes = {w: len(w) for w in words if w}
 longest = max(words, key=lambda w: len(w))
@@ -23,4 +23,4 @@ flags = set([w[0] for w in words])
 ratio = round(total / max(len(words), 1), 2)
 print(f"{len(pairs)} pairs, ratio {ratio}, longest {longest!r}")
 [summary, ratio, lines[-1] if lines else None, sum(evens)]
-'''
+"""

@@ -14,7 +14,9 @@ class ValidationError:
 
     __slots__ = ("message", "line", "col", "rule")
 
-    def __init__(self, message: str, line: int | None = None, col: int | None = None, rule: str = "custom"):
+    def __init__(
+        self, message: str, line: int | None = None, col: int | None = None, rule: str = "custom"
+    ):
         for name, value in (("message", message), ("line", line), ("col", col), ("rule", rule)):
             object.__setattr__(self, name, value)
 
@@ -31,8 +33,10 @@ class ValidationError:
         return hash(self._key())
 
     def __repr__(self):
-        return (f"ValidationError(message={self.message!r}, line={self.line!r}, "
-                f"col={self.col!r}, rule={self.rule!r})")
+        return (
+            f"ValidationError(message={self.message!r}, line={self.line!r}, "
+            f"col={self.col!r}, rule={self.rule!r})"
+        )
 
     def format(self, filename: str = "<program>") -> str:
         """`file:line:col: message`, with a 1-based column, for people and editors."""
@@ -74,13 +78,19 @@ class ValidationResult:
         if not isinstance(other, ValidationResult):
             return NotImplemented
         return (self.valid, self.errors, self.calls, self.variables) == (
-            other.valid, other.errors, other.calls, other.variables)
+            other.valid,
+            other.errors,
+            other.calls,
+            other.variables,
+        )
 
     __hash__ = None
 
     def __repr__(self):
-        return (f"ValidationResult(valid={self.valid!r}, errors={self.errors!r}, "
-                f"calls={self.calls!r}, variables={self.variables!r})")
+        return (
+            f"ValidationResult(valid={self.valid!r}, errors={self.errors!r}, "
+            f"calls={self.calls!r}, variables={self.variables!r})"
+        )
 
     def to_dict(self) -> dict:
         """Plain data for JSON output."""

@@ -23,7 +23,9 @@ class Limits:
     def __init__(self, **caps):
         unknown = set(caps) - set(DEFAULTS)
         if unknown:
-            raise TypeError(f"Limits has no cap {sorted(unknown)[0]!r}; caps: {', '.join(DEFAULTS)}")
+            raise TypeError(
+                f"Limits has no cap {sorted(unknown)[0]!r}; caps: {', '.join(DEFAULTS)}"
+            )
         for name, default in DEFAULTS.items():
             value = caps.get(name, default)
             if type(value) is not int or value < 1:

@@ -13,8 +13,11 @@ _BLOCKS = (ast.For, ast.If)
 
 def no_loops(tree: ast.Module) -> list:
     """Reject every `for` statement (comprehensions stay allowed)."""
-    return [("'for' loops are not allowed here (rule no-loops)", node)
-            for node in ast.walk(tree) if isinstance(node, ast.For)]
+    return [
+        ("'for' loops are not allowed here (rule no-loops)", node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.For)
+    ]
 
 
 no_loops.rule_id = "no-loops"
@@ -33,7 +36,9 @@ def max_depth(limit: int):
             if isinstance(node, _BLOCKS):
                 depth += 1
                 if depth > limit:  # report the outermost block past the limit, once
-                    found.append((f"blocks nest {depth} deep; the limit is {limit} (rule max-depth)", node))
+                    found.append(
+                        (f"blocks nest {depth} deep; the limit is {limit} (rule max-depth)", node)
+                    )
                     continue
             stack.extend((child, depth) for child in ast.iter_child_nodes(node))
         return found
@@ -48,11 +53,18 @@ def max_calls(limit: int):
         raise ValueError(f"max_calls needs a non-negative int, not {limit!r}")
 
     def check_calls(tree: ast.Module) -> list:
-        calls = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
-                       key=lambda node: (node.lineno, node.col_offset))
+        calls = sorted(
+            (node for node in ast.walk(tree) if isinstance(node, ast.Call)),
+            key=lambda node: (node.lineno, node.col_offset),
+        )
         if len(calls) <= limit:
             return []
-        return [(f"program makes {len(calls)} calls; the limit is {limit} (rule max-calls)", calls[limit])]
+        return [
+            (
+                f"program makes {len(calls)} calls; the limit is {limit} (rule max-calls)",
+                calls[limit],
+            )
+        ]
 
     check_calls.rule_id = "max-calls"
     return check_calls
@@ -65,7 +77,9 @@ def no_nested_calls(tree: ast.Module) -> list:
         if isinstance(node, ast.Call):
             for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                 if isinstance(arg, ast.Call):
-                    found.append(("assign the inner call to a variable first (rule no-nested-calls)", arg))
+                    found.append(
+                        ("assign the inner call to a variable first (rule no-nested-calls)", arg)
+                    )
     return found
 
 

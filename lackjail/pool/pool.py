@@ -25,8 +25,13 @@ class PoolError(RuntimeError):
 class Pool:
     """Jails for one policy. Thread-safe: many callers may run at once."""
 
-    def __init__(self, policy: Policy, workers: int | None = None, mode: str | None = None,
-                 isolation_level: str | None = None):
+    def __init__(
+        self,
+        policy: Policy,
+        workers: int | None = None,
+        mode: str | None = None,
+        isolation_level: str | None = None,
+    ):
         self.policy = policy
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
@@ -35,7 +40,9 @@ class Pool:
         self._cond = threading.Condition()
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
-        self._waiters: collections.deque = collections.deque()  # (event, slot) of callers waiting, oldest first
+        self._waiters: collections.deque = (
+            collections.deque()
+        )  # (event, slot) of callers waiting, oldest first
         self._starting = 0
         self._closed = False
         self._ids = itertools.count(1)
@@ -71,7 +78,9 @@ class Pool:
             return self._spawn()
         except (WorkerDied, OSError) as exc:
             self._close_launcher()
-            raise PoolError(f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")) from None
+            raise PoolError(
+                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
+            ) from None
 
     @property
     def isolation(self) -> str:
@@ -80,9 +89,14 @@ class Pool:
     # -- jails ----------------------------------------------------------
 
     def _spawn(self) -> Worker:
-        limits = {"output_bytes": self._limits.output_bytes, "cpu_s": self._limits.cpu_s,
-                  "memory_mb": self._limits.memory_mb}
-        worker = Worker(self.launcher.argv, self.launcher.env, limits, self.runs_per_child, next(self._ids))
+        limits = {
+            "output_bytes": self._limits.output_bytes,
+            "cpu_s": self._limits.cpu_s,
+            "memory_mb": self._limits.memory_mb,
+        }
+        worker = Worker(
+            self.launcher.argv, self.launcher.env, limits, self.runs_per_child, next(self._ids)
+        )
         with self._cond:
             self._all.add(worker)
         try:
@@ -105,7 +119,10 @@ class Pool:
             while worker is None and not self._closed:
                 try:
                     worker = self._spawn()
-                except (WorkerDied, OSError) as exc:  # keep trying, backing off: the pool must return to N
+                except (
+                    WorkerDied,
+                    OSError,
+                ) as exc:  # keep trying, backing off: the pool must return to N
                     self._last_error = str(exc)
                     time.sleep(pause)
                     pause = min(pause * 2, 2.0)
@@ -131,7 +148,9 @@ class Pool:
             if self._idle and not self._waiters:
                 return self._idle.pop()
             if len(self._waiters) >= self.policy.pool.queue:
-                raise PoolError(f"the run queue is full ({self.policy.pool.queue} waiting); retry later")
+                raise PoolError(
+                    f"the run queue is full ({self.policy.pool.queue} waiting); retry later"
+                )
             ticket = (threading.Event(), [])
             self._waiters.append(ticket)
             short = not self._starting and len(self._all) < self.size
@@ -180,7 +199,11 @@ class Pool:
             try:
                 worker.wait_ready(self.policy.pool.start_timeout_s)
             except WorkerDied as exc:
-                return Outcome("killed", errors=[{"message": f"the jail died before the run: {exc}"}], retire=True)
+                return Outcome(
+                    "killed",
+                    errors=[{"message": f"the jail died before the run: {exc}"}],
+                    retire=True,
+                )
             outcome = worker.execute(run, wall, self.policy.pool.kill_grace_s, on_call, on_output)
             retire = outcome.retire
             return outcome

@@ -83,7 +83,7 @@ class Worker:
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             except BlockingIOError:
                 if not self._wait(fd, select.POLLOUT, deadline):
                     raise TimeoutError("the jail stopped reading its channel")
@@ -216,7 +216,8 @@ class Worker:
         try:
             self._log.seek(0)
             lines = [
-                line for line in self._log.read()[-4096:].decode("utf-8", "replace").splitlines()
+                line
+                for line in self._log.read()[-4096:].decode("utf-8", "replace").splitlines()
                 if "no version information available" not in line and line.strip()
             ]
         except (OSError, ValueError):
@@ -286,7 +287,11 @@ class Worker:
                 if item is None:
                     if cancelled:  # the zygote did not kill its child in time: end the jail
                         self.kill()
-                        return Outcome("timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True)
+                        return Outcome(
+                            "timeout",
+                            errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")],
+                            retire=True,
+                        )
                     self.send_ctrl({"t": "cancel", "gen": gen})
                     cancelled, until = True, time.monotonic() + kill_grace
                     continue
@@ -295,7 +300,12 @@ class Worker:
                 if channel == "ctrl":
                     if kind == "done" and frame["gen"] == gen:
                         # The child writes its result before it exits: look once more.
-                        self._pump(self.run_out, self._run_buf, self._run_frames, ("output", "call", "result"))
+                        self._pump(
+                            self.run_out,
+                            self._run_buf,
+                            self._run_frames,
+                            ("output", "call", "result"),
+                        )
                         if self._run_frames:
                             self._ctrl_frames.insert(0, frame)
                             continue
@@ -307,27 +317,45 @@ class Worker:
                     output_budget -= len(frame["text"])
                     if output_budget < 0:
                         self.kill()
-                        return Outcome("limit", errors=[_msg("output exceeds its limit (the jail ignored the cap)")], retire=True)
+                        return Outcome(
+                            "limit",
+                            errors=[_msg("output exceeds its limit (the jail ignored the cap)")],
+                            retire=True,
+                        )
                     on_output(frame["text"])
                 elif kind == "call":
                     reply = on_call(frame)
                     try:
                         data = protocol.encode(reply)
                     except protocol.ProtocolError as exc:
-                        data = protocol.encode({**reply, "ok": False, "value": None,
-                                                "error": f"{frame['tool']}: the result cannot be sent: {exc}"})
+                        data = protocol.encode(
+                            {
+                                **reply,
+                                "ok": False,
+                                "value": None,
+                                "error": f"{frame['tool']}: the result cannot be sent: {exc}",
+                            }
+                        )
                     self._write(self.run_in, data, deadline)
                     answered = True
                 else:
                     return self._finished(frame, run["id"], gen)
         except protocol.ProtocolError as exc:
             self.kill()
-            return Outcome("error", errors=[_msg(f"the jail broke the protocol: {exc}")], retire=True)
+            return Outcome(
+                "error", errors=[_msg(f"the jail broke the protocol: {exc}")], retire=True
+            )
         except (WorkerDied, TimeoutError) as exc:
             self.kill()
             if cancelled:
-                return Outcome("timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True)
-            return Outcome("killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True)
+                return Outcome(
+                    "timeout",
+                    errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")],
+                    retire=True,
+                )
+            return Outcome(
+                "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
+            )
 
     def _finished(self, frame: dict, run_id: str, gen: int) -> Outcome:
         status = frame["status"]
@@ -352,8 +380,13 @@ class Worker:
             status, message = "killed", f"the run was killed by signal {sig}"
         else:
             status, message = "error", f"the run ended without a result (exit code {code})"
-        return Outcome(status, errors=[_msg(message)], cpu_ms=done["cpu_ms"],
-                       max_rss_kb=done["max_rss_kb"], retire=True)
+        return Outcome(
+            status,
+            errors=[_msg(message)],
+            cpu_ms=done["cpu_ms"],
+            max_rss_kb=done["max_rss_kb"],
+            retire=True,
+        )
 
 
 def _msg(text: str) -> dict:
@@ -367,6 +400,9 @@ def _errors_ok(errors) -> bool:
             return False
         if any(k not in ("message", "line", "col") for k in e):
             return False
-        if any(k in e and not (isinstance(e[k], int) and not isinstance(e[k], bool)) for k in ("line", "col")):
+        if any(
+            k in e and not (isinstance(e[k], int) and not isinstance(e[k], bool))
+            for k in ("line", "col")
+        ):
             return False
     return len(errors) <= 1000

@@ -30,7 +30,11 @@ def slugify(text: str) -> str:
     Best Practices:
         - Accents are dropped and other scripts vanish; keep the original text if you need it.
     """
-    ascii_text = unicodedata.normalize("NFKD", _text("slugify", text)).encode("ascii", "ignore").decode("ascii")
+    ascii_text = (
+        unicodedata.normalize("NFKD", _text("slugify", text))
+        .encode("ascii", "ignore")
+        .decode("ascii")
+    )
     return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
 
 

@@ -54,7 +54,7 @@ class Channel:
     def send(self, msg):
         data = memoryview(protocol.encode(msg))
         while data:
-            data = data[os.write(self.fd_out, data):]
+            data = data[os.write(self.fd_out, data) :]
 
     def _read(self, n, spin):
         until = time.perf_counter() + self.SPIN_S if spin else 0.0
@@ -153,7 +153,9 @@ def plain(value, budget, strict):
             for key, item in v.items():
                 if not (key is None or isinstance(key, (str, int, float, bool))):
                     if strict:
-                        raise TypeError(f"dict keys passed to tools must be plain, not {type(key).__name__}")
+                        raise TypeError(
+                            f"dict keys passed to tools must be plain, not {type(key).__name__}"
+                        )
                     key = repr(key)
                 out[conv(key, depth + 1)] = conv(item, depth + 1)
             return out
@@ -170,9 +172,13 @@ def make_stub(channel, out, name, counter, budget):
         counter[0] += 1
         seq = counter[0]
         wire_budget = [budget]
-        call = {"t": "call", "seq": seq, "tool": name,
-                "args": plain(list(args), wire_budget, True),
-                "kwargs": plain(kwargs, wire_budget, True)}
+        call = {
+            "t": "call",
+            "seq": seq,
+            "tool": name,
+            "args": plain(list(args), wire_budget, True),
+            "kwargs": plain(kwargs, wire_budget, True),
+        }
         channel.send(call)
         reply = channel.recv(("return",), spin=True)
         if reply["seq"] != seq:
@@ -244,9 +250,12 @@ def run_one(channel, msg, limits):
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = tree.body[-1]
                 tree.body[-1] = ast.Assign(
-                    targets=[ast.Name(VALUE_NAME, ast.Store())], value=last.value,
-                    lineno=last.lineno, col_offset=last.col_offset,
-                    end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
+                    targets=[ast.Name(VALUE_NAME, ast.Store())],
+                    value=last.value,
+                    lineno=last.lineno,
+                    col_offset=last.col_offset,
+                    end_lineno=last.end_lineno,
+                    end_col_offset=last.end_col_offset,
                 )
                 ast.fix_missing_locations(tree)
             code = compile(tree, FILENAME, "exec", dont_inherit=True)
@@ -255,7 +264,9 @@ def run_one(channel, msg, limits):
             namespace.update(params)
             counter = [0]
             for name in host_tools:
-                _bind(namespace, name, make_stub(channel, out, name, counter, limits["value_bytes"]))
+                _bind(
+                    namespace, name, make_stub(channel, out, name, counter, limits["value_bytes"])
+                )
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = {}
@@ -275,22 +286,32 @@ def run_one(channel, msg, limits):
     except Exception as exc:
         line, col = _error_location(exc)
         status, value = "error", None
-        errors = [{"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}]
+        errors = [
+            {"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}
+        ]
     if status != "ok":
         try:
             out.flush()
         except Stop:
             pass
     cpu_ms, rss = _usage()
-    return {"t": "result", "id": msg["id"], "status": status, "value": value,
-            "errors": [{k: v for k, v in e.items() if v is not None} for e in errors],
-            "cpu_ms": cpu_ms, "max_rss_kb": rss}
+    return {
+        "t": "result",
+        "id": msg["id"],
+        "status": status,
+        "value": value,
+        "errors": [{k: v for k, v in e.items() if v is not None} for e in errors],
+        "cpu_ms": cpu_ms,
+        "max_rss_kb": rss,
+    }
 
 
 def _load_builtins():
     import builtins
 
-    return {name: getattr(builtins, name) for name in lang.ALLOWED_BUILTINS if hasattr(builtins, name)}
+    return {
+        name: getattr(builtins, name) for name in lang.ALLOWED_BUILTINS if hasattr(builtins, name)
+    }
 
 
 BUILTINS = _load_builtins()
@@ -318,7 +339,9 @@ class _Sink:
 def warm_up(limits):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run."""
-    run_one(_Sink, {"id": "warm", "src": WARM_UP, "params": {}, "tools": [], "jail_tools": {}}, limits)
+    run_one(
+        _Sink, {"id": "warm", "src": WARM_UP, "params": {}, "tools": [], "jail_tools": {}}, limits
+    )
 
 
 def serve(fd_in, fd_out, limits, runs):
@@ -333,7 +356,13 @@ def serve(fd_in, fd_out, limits, runs):
         try:
             channel.send(result)
         except protocol.ProtocolError as exc:
-            channel.send({**result, "status": "limit", "value": None,
-                          "errors": [{"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}]})
+            channel.send(
+                {
+                    **result,
+                    "status": "limit",
+                    "value": None,
+                    "errors": [{"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}],
+                }
+            )
         if result["status"] not in ("ok", "invalid", "error"):
             return  # the process may be in a bad state: a fresh child takes over

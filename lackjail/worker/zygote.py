@@ -27,7 +27,7 @@ CTRL_IN, CTRL_OUT, RUN_IN, RUN_OUT = 0, 1, 3, 4
 def send(msg):
     data = memoryview(protocol.encode(msg))
     while data:
-        data = data[os.write(CTRL_OUT, data):]
+        data = data[os.write(CTRL_OUT, data) :]
 
 
 def child(cfg, flt):
@@ -66,13 +66,16 @@ def wait_child(pid, pidfd, gen):
         for fd, _ in poller.poll():
             if fd == pidfd:
                 _, status, usage = os.wait4(pid, 0)
-                send({
-                    "t": "done", "gen": gen,
-                    "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                    "cpu_ms": round((usage.ru_utime + usage.ru_stime) * 1000, 3),
-                    "max_rss_kb": usage.ru_maxrss,
-                })
+                send(
+                    {
+                        "t": "done",
+                        "gen": gen,
+                        "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                        "cpu_ms": round((usage.ru_utime + usage.ru_stime) * 1000, 3),
+                        "max_rss_kb": usage.ru_maxrss,
+                    }
+                )
                 return True
             try:
                 msg = protocol.read_frame(lambda n: os.read(CTRL_IN, n), ("ping", "cancel", "stop"))

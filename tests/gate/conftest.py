@@ -1,5 +1,4 @@
 import pytest
-
 from gate_support import make_tree
 
 

@@ -19,7 +19,11 @@ PROGRAMS = {
     "bad/syntax.lackpy": ("x = (1,\n", "rejected", "rejected"),
     "fail/divide.lackpy": ("y = 2\nx = y / 0\n", "valid", "error"),
     "fail/write.lackpy": ("write_file('out.txt', 'x')\n", "valid", "denied"),
-    "fail/slow.lackpy": ("n = 0\nfor i in range(1000000000):\n    n = n + i\nn\n", "valid", "timeout"),
+    "fail/slow.lackpy": (
+        "n = 0\nfor i in range(1000000000):\n    n = n + i\nn\n",
+        "valid",
+        "timeout",
+    ),
 }
 POLICY = """\
 # the ci policy with a short wall clock, so the timeout case is quick
@@ -56,13 +60,22 @@ def cli_env(**extra) -> dict:
 
 def lackjail(*args, cwd, stdin=None):
     """`python -m lackjail.cli ARGS` as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "lackjail.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=180, cwd=cwd, env=cli_env())
+    return subprocess.run(
+        [sys.executable, "-m", "lackjail.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+        env=cli_env(),
+    )
 
 
 def check_sarif(log: dict) -> None:
     """Valid SARIF 2.1.0, plus what GitHub code scanning needs beyond the schema."""
-    jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER).validate(log)
+    jsonschema.Draft7Validator(
+        SCHEMA, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    ).validate(log)
     [run] = log["runs"]
     rules = run["tool"]["driver"]["rules"]
     ids = [r["id"] for r in rules]
@@ -75,5 +88,7 @@ def check_sarif(log: dict) -> None:
         artifact = location["physicalLocation"]["artifactLocation"]
         assert "\\" not in artifact["uri"]
         if "uriBaseId" in artifact:
-            assert artifact["uriBaseId"] == "%SRCROOT%" and not artifact["uri"].startswith(("/", "file:"))
+            assert artifact["uriBaseId"] == "%SRCROOT%" and not artifact["uri"].startswith(
+                ("/", "file:")
+            )
         assert location["physicalLocation"]["region"]["startLine"] >= 1

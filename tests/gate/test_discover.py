@@ -16,21 +16,24 @@ def touch(root, *names):
         path.write_text("1\n")
 
 
-@pytest.mark.parametrize("pattern, path, matches", [
-    ("**/*.lackpy", "a.lackpy", True),
-    ("**/*.lackpy", "x/y/a.lackpy", True),
-    ("**/*.lackpy", "a.lackpy.bak", False),
-    ("*.lackpy", "x/a.lackpy", False),
-    ("src/**/*.lackpy", "src/a.lackpy", True),
-    ("src/**/*.lackpy", "src/p/q/a.lackpy", True),
-    ("src/**/*.lackpy", "lib/src/a.lackpy", False),
-    ("?.lackpy", "ab.lackpy", False),
-    ("[ab].lackpy", "b.lackpy", True),
-    ("[!ab].lackpy", "b.lackpy", False),
-    ("[!ab].lackpy", "c.lackpy", True),
-    ("a+b.lackpy", "a+b.lackpy", True),
-    ("a+b.lackpy", "aab.lackpy", False),
-])
+@pytest.mark.parametrize(
+    "pattern, path, matches",
+    [
+        ("**/*.lackpy", "a.lackpy", True),
+        ("**/*.lackpy", "x/y/a.lackpy", True),
+        ("**/*.lackpy", "a.lackpy.bak", False),
+        ("*.lackpy", "x/a.lackpy", False),
+        ("src/**/*.lackpy", "src/a.lackpy", True),
+        ("src/**/*.lackpy", "src/p/q/a.lackpy", True),
+        ("src/**/*.lackpy", "lib/src/a.lackpy", False),
+        ("?.lackpy", "ab.lackpy", False),
+        ("[ab].lackpy", "b.lackpy", True),
+        ("[!ab].lackpy", "b.lackpy", False),
+        ("[!ab].lackpy", "c.lackpy", True),
+        ("a+b.lackpy", "a+b.lackpy", True),
+        ("a+b.lackpy", "aab.lackpy", False),
+    ],
+)
 def test_glob(pattern, path, matches):
     assert bool(glob_regex(pattern).fullmatch(path)) is matches
 
@@ -42,7 +45,15 @@ def test_bad_globs_are_refused(pattern):
 
 
 def test_walk_skips_hidden_and_sorts(tmp_path):
-    touch(tmp_path, "b.lackpy", "a/z.lackpy", "a/notes.txt", ".git/x.lackpy", ".venv/lib/y.lackpy", "a/.tmp.lackpy")
+    touch(
+        tmp_path,
+        "b.lackpy",
+        "a/z.lackpy",
+        "a/notes.txt",
+        ".git/x.lackpy",
+        ".venv/lib/y.lackpy",
+        "a/.tmp.lackpy",
+    )
     found = discover([str(tmp_path)], root=str(tmp_path))
     assert [f.name for f in found] == ["a/z.lackpy", "b.lackpy"]
     assert all(os.path.isabs(f.path) for f in found)
@@ -50,7 +61,9 @@ def test_walk_skips_hidden_and_sorts(tmp_path):
 
 def test_explicit_files_count_whatever_the_glob_and_once(tmp_path):
     touch(tmp_path, "prog.py", "a.lackpy")
-    found = discover([str(tmp_path / "prog.py"), str(tmp_path), str(tmp_path / "a.lackpy")], root=str(tmp_path))
+    found = discover(
+        [str(tmp_path / "prog.py"), str(tmp_path), str(tmp_path / "a.lackpy")], root=str(tmp_path)
+    )
     assert [f.name for f in found] == ["a.lackpy", "prog.py"]
 
 

@@ -33,12 +33,19 @@ def test_documented_commands_parse(args):
 
 def test_pre_commit_hooks():
     yaml = pytest.importorskip("yaml")
-    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    hooks = {
+        hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    }
     assert set(hooks) == {"lackjail-gate", "lackjail-gate-run"}
     for hook in hooks.values():
         command = shlex.split(hook["entry"])
         assert command[:2] == ["lackjail", "gate"] and hook["language"] == "python"
         gate.make_context("gate", command[2:] + ["x.lackpy"])
-        assert re.search(hook["files"], "agents/task.lackpy") and not re.search(hook["files"], "task.lackpy.md")
+        assert re.search(hook["files"], "agents/task.lackpy") and not re.search(
+            hook["files"], "task.lackpy.md"
+        )
         assert hook["require_serial"] is True  # one gate, one jail pool, for all the files
-    assert "--run" in hooks["lackjail-gate-run"]["entry"] and "--run" not in hooks["lackjail-gate"]["entry"]
+    assert (
+        "--run" in hooks["lackjail-gate-run"]["entry"]
+        and "--run" not in hooks["lackjail-gate"]["entry"]
+    )

@@ -34,19 +34,27 @@ def ran(tmp_path_factory, require_nsjail):
     policy = load_policy(str(tree / "tree-policy.toml"))
     kit = resolve_kit("files", workspace=str(tree))
     with Jail(policy=policy, kit=kit, workers=2, workspace=str(tree)) as jail:
-        report = Gate(policy, kit, jail=jail, root=str(tree)).run_all(discover([str(tree)], root=str(tree)))
+        report = Gate(policy, kit, jail=jail, root=str(tree)).run_all(
+            discover([str(tree)], root=str(tree))
+        )
     return tree, report
 
 
 def test_every_program_gets_its_verdict(ran):
     tree, report = ran
-    assert {p.name: p.status for p in report.programs} == {name: want[2] for name, want in PROGRAMS.items()}
+    assert {p.name: p.status for p in report.programs} == {
+        name: want[2] for name, want in PROGRAMS.items()
+    }
     assert report.isolation == "nsjail" and report.ran and report.exit_code == 1
     by_name = {p.name: p for p in report.programs}
     assert by_name["ok/sum.lackpy"].value == 6 and by_name["ok/sum.lackpy"].output == "total 6\n"
     assert by_name["ok/read.lackpy"].tool_calls == 1 and by_name["ok/read.lackpy"].value == 5
-    assert by_name["fail/divide.lackpy"].errors[0] | {"message": ""} == \
-        {"message": "", "line": 2, "col": 4, "rule": "verdict/error"}
+    assert by_name["fail/divide.lackpy"].errors[0] | {"message": ""} == {
+        "message": "",
+        "line": 2,
+        "col": 4,
+        "rule": "verdict/error",
+    }
     assert by_name["fail/slow.lackpy"].errors[0]["rule"] == "verdict/timeout"
     assert not by_name["bad/imports.lackpy"].ran  # a rejected program never reaches the jail
     assert by_name["fail/write.lackpy"].trace[0]["tool"] == "write_file"
@@ -64,12 +72,22 @@ def test_reports_of_a_real_run(ran):
     log = json.loads(render(report, "sarif"))
     check_sarif(log)
     rules = {r["ruleId"] for r in log["runs"][0]["results"]}
-    assert rules == {"forbidden-node", "forbidden-name", "syntax", "verdict/error", "verdict/denied",
-                     "verdict/timeout"}
+    assert rules == {
+        "forbidden-node",
+        "forbidden-name",
+        "syntax",
+        "verdict/error",
+        "verdict/denied",
+        "verdict/timeout",
+    }
     suites = ET.fromstring(render(report, "junit"))
     cases = suites.findall("testsuite/testcase")
     failed = sum(1 for want in PROGRAMS.values() if want[2] not in ("ok",))
-    assert (len(cases), int(suites.get("tests")), int(suites.get("failures"))) == (len(PROGRAMS), len(PROGRAMS), failed)
+    assert (len(cases), int(suites.get("tests")), int(suites.get("failures"))) == (
+        len(PROGRAMS),
+        len(PROGRAMS),
+        failed,
+    )
     assert sum(1 for c in cases if c.find("failure") is not None) == failed
 
 
@@ -117,7 +135,9 @@ def test_output_file_and_text_on_stdout(tree, monkeypatch):
     assert "FAIL  bad/imports.lackpy  rejected" in result.stdout.splitlines()
     suites = ET.parse(tree / "reports.xml").getroot()
     assert (suites.get("tests"), suites.get("failures")) == ("7", "2")
-    assert not [p for p in os.listdir(tree) if p.startswith(".lackjail-gate-")]  # no temp file left behind
+    assert not [
+        p for p in os.listdir(tree) if p.startswith(".lackjail-gate-")
+    ]  # no temp file left behind
 
 
 def test_json_mode_prints_only_json(tree, monkeypatch):
@@ -134,20 +154,23 @@ def test_no_programs_is_said_and_passes(tmp_path, monkeypatch):
     assert "no programs found" in result.stderr
 
 
-@pytest.mark.parametrize("args, says", [
-    (["nope"], "path 'nope' does not exist"),
-    (["--format", "xml"], "'--format'"),
-    (["--policy", "nope"], "no policy named 'nope'"),
-    (["--kit", "no_such_tool"], "--kit"),
-    (["--glob", "/abs/*.lackpy"], "must be a relative pattern"),
-    (["--glob", "[ab"], "unclosed"),
-    (["--json", "--format", "sarif"], "--json and --format sarif disagree"),
-    (["--output", "missing/r.sarif"], "does not exist"),
-    (["--param", "_x=1"], "parameter name '_x' must not start with '_'"),
-    (["--param", "noequals"], "is not NAME=VALUE"),
-    (["--param", "len=3"], "would hide the builtin"),
-    (["--kit", "files", "--param", "read_file=x"], "would hide the builtin or tool"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["nope"], "path 'nope' does not exist"),
+        (["--format", "xml"], "'--format'"),
+        (["--policy", "nope"], "no policy named 'nope'"),
+        (["--kit", "no_such_tool"], "--kit"),
+        (["--glob", "/abs/*.lackpy"], "must be a relative pattern"),
+        (["--glob", "[ab"], "unclosed"),
+        (["--json", "--format", "sarif"], "--json and --format sarif disagree"),
+        (["--output", "missing/r.sarif"], "does not exist"),
+        (["--param", "_x=1"], "parameter name '_x' must not start with '_'"),
+        (["--param", "noequals"], "is not NAME=VALUE"),
+        (["--param", "len=3"], "would hide the builtin"),
+        (["--kit", "files", "--param", "read_file=x"], "would hide the builtin or tool"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tree, monkeypatch, args, says):
     monkeypatch.chdir(tree)
     result = invoke(*args)
@@ -160,14 +183,29 @@ def test_bad_input_is_one_line_and_exit_2(tree, monkeypatch, args, says):
 
 
 def test_subprocess_run_with_sarif_output(tree, require_nsjail):
-    proc = lackjail("gate", "--run", "--kit", "files", "--policy", "tree-policy.toml", "--format", "sarif",
-                    "--output", "gate.sarif", cwd=tree)
+    proc = lackjail(
+        "gate",
+        "--run",
+        "--kit",
+        "files",
+        "--policy",
+        "tree-policy.toml",
+        "--format",
+        "sarif",
+        "--output",
+        "gate.sarif",
+        cwd=tree,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "FAIL  fail/slow.lackpy  ran: timeout" in proc.stdout
     assert "7 programs: 2 passed, 5 failed (2 rejected, 3 failed when run)" in proc.stdout
     log = json.loads((tree / "gate.sarif").read_text())
     check_sarif(log)
-    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"verdict/timeout", "verdict/denied", "syntax"}
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {
+        "verdict/timeout",
+        "verdict/denied",
+        "syntax",
+    }
     assert "Traceback" not in proc.stderr
 
 
@@ -198,8 +236,9 @@ def test_subprocess_bad_input_exit_2(tree):
     proc = lackjail("gate", "nope", cwd=tree)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert [line for line in proc.stderr.splitlines() if line.startswith("Error")] == \
-        ["Error: path 'nope' does not exist"]
+    assert [line for line in proc.stderr.splitlines() if line.startswith("Error")] == [
+        "Error: path 'nope' does not exist"
+    ]
 
 
 def test_help_documents_exit_codes(tree):
@@ -211,9 +250,14 @@ def test_help_documents_exit_codes(tree):
 def _stderr_on_a_terminal(args, cwd):
     """Run the gate with stderr on a pseudo-terminal; return what the terminal showed."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "lackjail.cli", "gate", *args], cwd=cwd,
-                            env=cli_env(COLUMNS="100", TERM="xterm"),
-                            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", "gate", *args],
+        cwd=cwd,
+        env=cli_env(COLUMNS="100", TERM="xterm"),
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(slave)
     shown = b""
     while True:

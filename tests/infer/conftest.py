@@ -16,8 +16,15 @@ def llm():
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     """No provider settings leak in from the host; each test works in its own project folder."""
-    for name in ("OLLAMA_HOST", "OLLAMA_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                 "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE", "ANTHROPIC_CUSTOM_HEADERS"):
+    for name in (
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
     monkeypatch.chdir(tmp_path)
@@ -39,4 +46,3 @@ def closed_port():
     port = sock.getsockname()[1]
     sock.close()
     return port
-

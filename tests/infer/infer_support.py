@@ -17,14 +17,26 @@ ROUTES = {"/api/chat": "ollama", "/v1/messages": "anthropic"}
 
 
 def ollama_text(text, model="test-model"):
-    return 200, {"model": model, "created_at": "2025-01-01T00:00:00Z",
-                 "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop"}
+    return 200, {
+        "model": model,
+        "created_at": "2025-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": text},
+        "done": True,
+        "done_reason": "stop",
+    }
 
 
 def anthropic_text(text, model="test-model"):
-    return 200, {"id": "msg_test", "type": "message", "role": "assistant", "model": model,
-                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                 "usage": {"input_tokens": 10, "output_tokens": 10}}
+    return 200, {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 10},
+    }
 
 
 def ollama_error(status=500, message="the model crashed"):
@@ -69,7 +81,10 @@ class LLMServer:
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+                except (
+                    BrokenPipeError,
+                    ConnectionResetError,
+                ):  # the client gave up (timeout tests)
                     pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -25,20 +25,43 @@ def project(tmp_path):
 
 # --- template -----------------------------------------------------------------------------------
 
+
 def test_template_create_and_list(project):
     (project / "read.lackpy").write_text("content = read_file({path})\ncontent\n")
-    done = invoke(template, "create", "read.lackpy", "--name", "read", "--pattern", "read the file {path}",
-                  "--kit", "readonly")
+    done = invoke(
+        template,
+        "create",
+        "read.lackpy",
+        "--name",
+        "read",
+        "--pattern",
+        "read the file {path}",
+        "--kit",
+        "readonly",
+    )
     assert done.exit_code == 0, done.output
     assert "saved template read" in done.stdout
     listed = invoke(template, "list")
     assert listed.stdout == "read\tread the file {path}\tok=0 failed=0\n"
-    assert json.loads(invoke(template, "list", "--json").stdout)[0]["pattern"] == "read the file {path}"
+    assert (
+        json.loads(invoke(template, "list", "--json").stdout)[0]["pattern"]
+        == "read the file {path}"
+    )
 
 
 def test_template_create_rejects_an_invalid_program(project):
     (project / "bad.lackpy").write_text("import os\nread_file({path})\n")
-    done = invoke(template, "create", "bad.lackpy", "--name", "bad", "--pattern", "read {path}", "--kit", "readonly")
+    done = invoke(
+        template,
+        "create",
+        "bad.lackpy",
+        "--name",
+        "bad",
+        "--pattern",
+        "read {path}",
+        "--kit",
+        "readonly",
+    )
     assert done.exit_code == 2
     assert done.stderr.startswith("bad.lackpy:1:1: ")
     assert not (project / ".lackjail" / "templates" / "bad.tmpl").exists()
@@ -50,15 +73,24 @@ def test_template_create_needs_the_kit_for_tool_calls(project):
     assert done.exit_code == 2 and "read_file" in done.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--name", "x", "--pattern", "read {a}{b}"], "need words between them"),
-    (["--name", "../x", "--pattern", "read {path}"], "use letters, digits"),
-    (["--name", "x", "--pattern", "read {other}"], "never uses {other}"),
-    (["--kit", "no-such-kit", "--name", "x", "--pattern", "read {path}"], "no-such-kit"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--name", "x", "--pattern", "read {a}{b}"], "need words between them"),
+        (["--name", "../x", "--pattern", "read {path}"], "use letters, digits"),
+        (["--name", "x", "--pattern", "read {other}"], "never uses {other}"),
+        (["--kit", "no-such-kit", "--name", "x", "--pattern", "read {path}"], "no-such-kit"),
+    ],
+)
 def test_template_create_bad_input_is_one_line(project, args, message):
     (project / "read.lackpy").write_text("read_file({path})\n")
-    done = invoke(template, "create", "read.lackpy", *args, *([] if "--kit" in args else ["--kit", "readonly"]))
+    done = invoke(
+        template,
+        "create",
+        "read.lackpy",
+        *args,
+        *([] if "--kit" in args else ["--kit", "readonly"]),
+    )
     assert done.exit_code == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
@@ -74,6 +106,7 @@ def test_template_create_refuses_overwrite(project):
 
 # --- delegate without running -------------------------------------------------------------------
 
+
 def test_delegate_no_run_prints_the_program(project):
     write_config(project, '[inference]\norder = ["templates", "rules"]\n')
     done = invoke(delegate, "find all python files and count them", "--kit", "readonly", "--no-run")
@@ -87,7 +120,12 @@ def test_delegate_no_run_json(project):
     done = invoke(delegate, "read the file notes.txt", "--kit", "readonly", "--no-run", "--json")
     out = json.loads(done.stdout)
     assert done.exit_code == 0
-    assert (out["status"], out["tier"], out["program"], out["result"]) == ("generated", "rules", "read_file('notes.txt')", None)
+    assert (out["status"], out["tier"], out["program"], out["result"]) == (
+        "generated",
+        "rules",
+        "read_file('notes.txt')",
+        None,
+    )
     assert set(out) >= {"attempts", "notes", "timings", "intent"}
 
 
@@ -98,10 +136,13 @@ def test_delegate_without_a_program_exits_2(project):
     assert "no valid program" in done.stderr and "rules: no rule matches" in done.stderr
 
 
-@pytest.mark.parametrize("config, intent, message", [
-    ('[inference]\norder = ["rules", "gpt4"]\n', "list python files", "unknown tier 'gpt4'"),
-    ("", "   ", "the intent is empty"),
-])
+@pytest.mark.parametrize(
+    "config, intent, message",
+    [
+        ('[inference]\norder = ["rules", "gpt4"]\n', "list python files", "unknown tier 'gpt4'"),
+        ("", "   ", "the intent is empty"),
+    ],
+)
 def test_delegate_bad_input_is_one_line(project, config, intent, message):
     write_config(project, config)
     done = invoke(delegate, intent, "--kit", "readonly", "--no-run")
@@ -111,17 +152,26 @@ def test_delegate_bad_input_is_one_line(project, config, intent, message):
 
 # --- delegate --run: loopback model server and the real jail ------------------------------------
 
+
 @pytest.fixture
 def jail_ready(require_nsjail):
     pass
 
 
 def test_delegate_run_end_to_end(project, llm, jail_ready):
-    write_config(project, f'[inference]\norder = ["templates", "rules", "ollama"]\n'
-                          f'[inference.providers.ollama]\nhost = "{llm.url}"\nmodel = "test-coder"\n')
+    write_config(
+        project,
+        f'[inference]\norder = ["templates", "rules", "ollama"]\n'
+        f'[inference.providers.ollama]\nhost = "{llm.url}"\nmodel = "test-coder"\n',
+    )
     llm.reply("ollama", ollama_text("import os\nlen(os.listdir('.'))"))
-    llm.reply("ollama", ollama_text("```python\nfiles = find_files('**/*.py')\nprint(files)\nlen(files)\n```"))
-    done = invoke(delegate, "tell me how many python sources this project has", "--kit", "readonly", "--json")
+    llm.reply(
+        "ollama",
+        ollama_text("```python\nfiles = find_files('**/*.py')\nprint(files)\nlen(files)\n```"),
+    )
+    done = invoke(
+        delegate, "tell me how many python sources this project has", "--kit", "readonly", "--json"
+    )
     out = json.loads(done.stdout)
     assert done.exit_code == 0, done.output
     assert (out["status"], out["tier"], out["source"]) == ("ok", "ollama", "test-coder")
@@ -137,13 +187,31 @@ def test_delegate_run_end_to_end(project, llm, jail_ready):
 
 def test_delegate_run_template_counts_and_injection(project, jail_ready):
     (project / "read.lackpy").write_text("content = read_file({path})\ncontent\n")
-    assert invoke(template, "create", "read.lackpy", "--name", "read", "--pattern", "read the file {path}",
-                  "--kit", "readonly").exit_code == 0
+    assert (
+        invoke(
+            template,
+            "create",
+            "read.lackpy",
+            "--name",
+            "read",
+            "--pattern",
+            "read the file {path}",
+            "--kit",
+            "readonly",
+        ).exit_code
+        == 0
+    )
     write_config(project, '[inference]\norder = ["templates"]\n')
     ok = invoke(delegate, "read the file notes.txt", "--kit", "readonly", "--json")
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["result"]["value"] == "hello notes\n"
-    hostile = invoke(delegate, "read the file x') if False else read_file('notes.txt", "--kit", "readonly", "--json")
+    hostile = invoke(
+        delegate,
+        "read the file x') if False else read_file('notes.txt",
+        "--kit",
+        "readonly",
+        "--json",
+    )
     out = json.loads(hostile.stdout)
     assert hostile.exit_code == 1 and out["result"]["status"] == "error"
     [call] = out["result"]["trace"]

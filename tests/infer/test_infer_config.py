@@ -12,11 +12,17 @@ def test_defaults_without_a_file(tmp_path):
     assert config.feedback_rounds == 1
     ollama, anthropic = config.providers["ollama"], config.providers["anthropic"]
     assert (ollama.kind, ollama.connect_timeout, ollama.host) == ("ollama", 2.0, None)
-    assert (anthropic.kind, anthropic.model, anthropic.base_url) == ("anthropic", "claude-haiku-4-5", None)
+    assert (anthropic.kind, anthropic.model, anthropic.base_url) == (
+        "anthropic",
+        "claude-haiku-4-5",
+        None,
+    )
 
 
 def test_file_settings(tmp_path):
-    write_config(tmp_path, """
+    write_config(
+        tmp_path,
+        """
 [inference]
 order = ["rules", "local"]
 feedback_rounds = 2
@@ -28,32 +34,67 @@ temperature = 0.3
 keep_alive = "10m"
 timeout = 30
 connect_timeout = 0.5
-""")
+""",
+    )
     config = load_config(tmp_path)
     assert config.order == ("rules", "local") and config.feedback_rounds == 2
     local = config.providers["local"]
-    assert (local.kind, local.host, local.model, local.temperature, local.keep_alive, local.timeout,
-            local.connect_timeout) == ("ollama", "http://gpu:11434", "qwen2.5-coder:1.5b", 0.3, "10m", 30.0, 0.5)
+    assert (
+        local.kind,
+        local.host,
+        local.model,
+        local.temperature,
+        local.keep_alive,
+        local.timeout,
+        local.connect_timeout,
+    ) == ("ollama", "http://gpu:11434", "qwen2.5-coder:1.5b", 0.3, "10m", 30.0, 0.5)
     assert list(config.providers) == ["local"]
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"order": ["templates", "gpt"]}, "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, or define [inference.providers.gpt]"),
-    ({"order": []}, "'inference.order' must be a list of tier names"),
-    ({"order": "rules"}, "'inference.order' must be a list of tier names"),
-    ({"order": ["rules", "rules"]}, "names 'rules' twice"),
-    ({"ordre": ["rules"]}, "unknown key 'inference.ordre'; known keys: order"),
-    ({"feedback_rounds": -1}, "'inference.feedback_rounds' must be an integer from 0 to 5"),
-    ({"providers": {"ollama": {"hots": "x"}}}, "unknown key 'inference.providers.ollama.hots' for a ollama provider; known keys:"),
-    ({"providers": {"ollama": {"timeout": 0}}}, "'inference.providers.ollama.timeout' must be a number of seconds > 0, e.g. timeout = 60"),
-    ({"providers": {"ollama": {"timeout": True}}}, "'inference.providers.ollama.timeout' must be a number of seconds"),
-    ({"providers": {"anthropic": {"temperature": 0.2}}}, "unknown key 'inference.providers.anthropic.temperature'"),
-    ({"providers": {"anthropic": {"max_retries": -1}}}, "'inference.providers.anthropic.max_retries' must be an integer >= 0"),
-    ({"providers": {"anthropic": {"model": ""}}}, "'inference.providers.anthropic.model' must be a non-empty string"),
-    ({"order": ["x"], "providers": {"x": {"kind": "openai"}}}, "'inference.providers.x.kind' must be \"ollama\" or \"anthropic\""),
-    ({"providers": {"rules": {}}}, "'rules' is a built-in tier"),
-    ({"providers": {"ollama": "fast"}}, "'inference.providers' must hold tables"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (
+            {"order": ["templates", "gpt"]},
+            "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, or define [inference.providers.gpt]",
+        ),
+        ({"order": []}, "'inference.order' must be a list of tier names"),
+        ({"order": "rules"}, "'inference.order' must be a list of tier names"),
+        ({"order": ["rules", "rules"]}, "names 'rules' twice"),
+        ({"ordre": ["rules"]}, "unknown key 'inference.ordre'; known keys: order"),
+        ({"feedback_rounds": -1}, "'inference.feedback_rounds' must be an integer from 0 to 5"),
+        (
+            {"providers": {"ollama": {"hots": "x"}}},
+            "unknown key 'inference.providers.ollama.hots' for a ollama provider; known keys:",
+        ),
+        (
+            {"providers": {"ollama": {"timeout": 0}}},
+            "'inference.providers.ollama.timeout' must be a number of seconds > 0, e.g. timeout = 60",
+        ),
+        (
+            {"providers": {"ollama": {"timeout": True}}},
+            "'inference.providers.ollama.timeout' must be a number of seconds",
+        ),
+        (
+            {"providers": {"anthropic": {"temperature": 0.2}}},
+            "unknown key 'inference.providers.anthropic.temperature'",
+        ),
+        (
+            {"providers": {"anthropic": {"max_retries": -1}}},
+            "'inference.providers.anthropic.max_retries' must be an integer >= 0",
+        ),
+        (
+            {"providers": {"anthropic": {"model": ""}}},
+            "'inference.providers.anthropic.model' must be a non-empty string",
+        ),
+        (
+            {"order": ["x"], "providers": {"x": {"kind": "openai"}}},
+            '\'inference.providers.x.kind\' must be "ollama" or "anthropic"',
+        ),
+        ({"providers": {"rules": {}}}, "'rules' is a built-in tier"),
+        ({"providers": {"ollama": "fast"}}, "'inference.providers' must hold tables"),
+    ],
+)
 def test_bad_settings_name_the_key_and_the_fix(table, message):
     with pytest.raises(ConfigError) as caught:
         InferenceConfig.from_dict(table, "cfg.toml")

@@ -16,13 +16,19 @@ def jail(require_nsjail, tmp_path):
 
 
 def test_parameters_reach_validation_and_the_run(jail, llm, tmp_path):
-    write_config(tmp_path, f'[inference]\norder = ["ollama"]\n[inference.providers.ollama]\nhost = "{llm.url}"\n')
+    write_config(
+        tmp_path,
+        f'[inference]\norder = ["ollama"]\n[inference.providers.ollama]\nhost = "{llm.url}"\n',
+    )
     llm.reply("ollama", ollama_text("len(find_files(pattern))"))
     outcome = delegate(jail, "count the files matching my pattern", {"pattern": "*.txt"})
     assert (outcome.status, outcome.exit_code, outcome.result.value) == ("ok", 0, 1)
     assert "pattern" in llm.sent("ollama")[0]["messages"][0]["content"]
     data = outcome.to_dict()
-    assert data["program"] == "len(find_files(pattern))" and data["result"]["trace"][0]["tool"] == "find_files"
+    assert (
+        data["program"] == "len(find_files(pattern))"
+        and data["result"]["trace"][0]["tool"] == "find_files"
+    )
 
 
 def test_no_run_and_nothing_generated(jail, tmp_path):

@@ -3,9 +3,8 @@
 import sys
 import time
 
-from infer_support import anthropic_error, anthropic_text, ollama_error, ollama_text, write_config
-
 import pytest
+from infer_support import anthropic_error, anthropic_text, ollama_error, ollama_text, write_config
 
 from lackjail.infer import generate
 
@@ -19,7 +18,9 @@ def api_key(monkeypatch):
 
 
 def configure(root, url, order='["ollama", "anthropic"]', ollama="", anthropic=""):
-    write_config(root, f"""
+    write_config(
+        root,
+        f"""
 [inference]
 order = {order}
 
@@ -35,7 +36,8 @@ base_url = "{url}"
 model = "test-claude"
 max_retries = 0
 {anthropic}
-""")
+""",
+    )
 
 
 def test_ollama_success(llm, kit, tmp_path):
@@ -48,8 +50,13 @@ def test_ollama_success(llm, kit, tmp_path):
     assert sent["options"]["temperature"] == 0.1
     system, user = sent["messages"]
     assert system["role"] == "system" and "find_files(pattern: str)" in system["content"]
-    assert "lackpy" in system["content"] and "isinstance" in system["content"]  # the language spec's builtins
-    assert user == {"role": "user", "content": "Write a lackpy program for this request:\n\ncount the python files, please"}
+    assert (
+        "lackpy" in system["content"] and "isinstance" in system["content"]
+    )  # the language spec's builtins
+    assert user == {
+        "role": "user",
+        "content": "Write a lackpy program for this request:\n\ncount the python files, please",
+    }
     assert llm.sent("anthropic") == []
 
 
@@ -64,7 +71,9 @@ def test_parameter_names_reach_the_prompt(llm, kit, tmp_path):
 
 def test_ollama_fenced_reply_is_sanitised(llm, kit, tmp_path):
     configure(tmp_path, llm.url)
-    llm.reply("ollama", ollama_text(f"Here is the program:\n\n```python\n{VALID}\n```\nIt counts them."))
+    llm.reply(
+        "ollama", ollama_text(f"Here is the program:\n\n```python\n{VALID}\n```\nIt counts them.")
+    )
     assert generate("count python files", kit).program == VALID
 
 
@@ -93,7 +102,9 @@ def test_feedback_is_sent_once_then_next_tier(llm, kit, tmp_path):
     assert (gen.program, gen.tier) == (VALID, "anthropic")
     assert [a["tier"] for a in gen.attempts] == ["ollama", "ollama", "anthropic"]
     assert len(llm.sent("ollama")) == 2
-    assert gen.notes == [{"tier": "ollama", "reason": "no valid program after 2 replies", "unavailable": False}]
+    assert gen.notes == [
+        {"tier": "ollama", "reason": "no valid program after 2 replies", "unavailable": False}
+    ]
 
 
 def test_ollama_server_error_falls_through_to_anthropic(llm, kit, tmp_path):
@@ -103,10 +114,19 @@ def test_ollama_server_error_falls_through_to_anthropic(llm, kit, tmp_path):
     gen = generate("count python files", kit)
     assert (gen.program, gen.tier, gen.source) == (VALID, "anthropic", "test-claude")
     [note] = gen.notes
-    assert note["tier"] == "ollama" and "500" in note["reason"] and "out of memory" in note["reason"]
+    assert (
+        note["tier"] == "ollama" and "500" in note["reason"] and "out of memory" in note["reason"]
+    )
     [sent] = llm.sent("anthropic")
-    assert sent["model"] == "test-claude" and sent["system"].startswith("You write programs in lackpy")
-    assert sent["messages"] == [{"role": "user", "content": "Write a lackpy program for this request:\n\ncount python files"}]
+    assert sent["model"] == "test-claude" and sent["system"].startswith(
+        "You write programs in lackpy"
+    )
+    assert sent["messages"] == [
+        {
+            "role": "user",
+            "content": "Write a lackpy program for this request:\n\ncount python files",
+        }
+    ]
 
 
 def test_ollama_missing_model_is_unavailable(llm, kit, tmp_path):
@@ -126,7 +146,9 @@ def test_ollama_timeout_falls_through(llm, kit, tmp_path):
     gen = generate("count python files", kit)
     assert time.monotonic() - started < 4
     assert gen.tier == "anthropic"
-    assert gen.notes[0]["tier"] == "ollama" and "did not answer within 0.5s" in gen.notes[0]["reason"]
+    assert (
+        gen.notes[0]["tier"] == "ollama" and "did not answer within 0.5s" in gen.notes[0]["reason"]
+    )
 
 
 def test_anthropic_timeout_then_no_program(llm, kit, tmp_path):
@@ -161,13 +183,18 @@ def test_anthropic_without_key_is_skipped(llm, kit, tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     gen = generate("count python files", kit)
     assert gen.program is None
-    assert gen.notes == [{"tier": "anthropic", "reason": "ANTHROPIC_API_KEY is not set", "unavailable": True}]
+    assert gen.notes == [
+        {"tier": "anthropic", "reason": "ANTHROPIC_API_KEY is not set", "unavailable": True}
+    ]
     assert llm.requests == []
 
 
 def test_unreachable_ollama_is_skipped_quickly(kit, tmp_path, closed_port):
-    write_config(tmp_path, f'[inference]\norder = ["ollama", "rules"]\n'
-                           f'[inference.providers.ollama]\nhost = "http://127.0.0.1:{closed_port}"\n')
+    write_config(
+        tmp_path,
+        f'[inference]\norder = ["ollama", "rules"]\n'
+        f'[inference.providers.ollama]\nhost = "http://127.0.0.1:{closed_port}"\n',
+    )
     started = time.monotonic()
     gen = generate("find all python files and count them", kit)
     assert time.monotonic() - started < 2
@@ -194,15 +221,22 @@ def test_anthropic_base_url_from_environment(llm, kit, tmp_path, monkeypatch):
 
 def test_missing_package_is_skipped(llm, kit, tmp_path, monkeypatch):
     configure(tmp_path, llm.url)
-    monkeypatch.setitem(sys.modules, "ollama", None)  # what an install without the llm extra looks like
+    monkeypatch.setitem(
+        sys.modules, "ollama", None
+    )  # what an install without the llm extra looks like
     llm.reply("anthropic", anthropic_text(VALID))
     gen = generate("count python files", kit)
     assert gen.tier == "anthropic"
-    assert gen.notes[0]["unavailable"] and "'ollama' package is not installed" in gen.notes[0]["reason"]
+    assert (
+        gen.notes[0]["unavailable"]
+        and "'ollama' package is not installed" in gen.notes[0]["reason"]
+    )
 
 
 def test_named_providers_in_order(llm, kit, tmp_path):
-    write_config(tmp_path, f"""
+    write_config(
+        tmp_path,
+        f"""
 [inference]
 order = ["small", "big"]
 feedback_rounds = 0
@@ -214,7 +248,8 @@ model = "tiny"
 kind = "ollama"
 host = "{llm.url}"
 model = "large"
-""")
+""",
+    )
     llm.reply("ollama", ollama_text(INVALID))
     llm.reply("ollama", ollama_text(VALID))
     gen = generate("count python files", kit)
@@ -240,8 +275,16 @@ def test_empty_reply_is_not_a_program(llm, kit, tmp_path):
     assert gen.program == VALID
 
 
-@pytest.mark.parametrize("body", [{"foo": 1}, [1], "text", {"content": [{"type": "text"}]},
-                                  {"message": {"role": "assistant", "content": 5}}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"foo": 1},
+        [1],
+        "text",
+        {"content": [{"type": "text"}]},
+        {"message": {"role": "assistant", "content": 5}},
+    ],
+)
 def test_malformed_bodies_fall_through(llm, kit, tmp_path, body):
     configure(tmp_path, llm.url, order='["ollama", "anthropic", "rules"]')
     llm.reply("ollama", (200, body))

@@ -7,22 +7,37 @@ import pytest
 from lackjail.infer import generate, rules
 
 
-@pytest.mark.parametrize("intent, name, program", [
-    ("find all python files and count them", "find-and-count-files-of-kind", "len(find_files('**/*.py'))"),
-    ("How many Markdown files are there?", "count-files-of-kind", "len(find_files('**/*.md'))"),
-    ("count the .toml files", "count-files-of-kind", "len(find_files('**/*.toml'))"),
-    ("list all rust files", "list-files-of-kind", "find_files('**/*.rs')"),
-    ("show me the *.cfg files", "list-files-of-kind", "find_files('**/*.cfg')"),
-    ("read the file notes.txt", "read-file", "read_file('notes.txt')"),
-    ("Show the contents of the file 'my notes.txt'.", "read-file", "read_file('my notes.txt')"),
-    ("glob src/**/*.py", "glob", "find_files('src/**/*.py')"),
-])
+@pytest.mark.parametrize(
+    "intent, name, program",
+    [
+        (
+            "find all python files and count them",
+            "find-and-count-files-of-kind",
+            "len(find_files('**/*.py'))",
+        ),
+        ("How many Markdown files are there?", "count-files-of-kind", "len(find_files('**/*.md'))"),
+        ("count the .toml files", "count-files-of-kind", "len(find_files('**/*.toml'))"),
+        ("list all rust files", "list-files-of-kind", "find_files('**/*.rs')"),
+        ("show me the *.cfg files", "list-files-of-kind", "find_files('**/*.cfg')"),
+        ("read the file notes.txt", "read-file", "read_file('notes.txt')"),
+        ("Show the contents of the file 'my notes.txt'.", "read-file", "read_file('my notes.txt')"),
+        ("glob src/**/*.py", "glob", "find_files('src/**/*.py')"),
+    ],
+)
 def test_rules(kit, intent, name, program):
     assert rules.generate(intent, kit) == (name, program)
 
 
-@pytest.mark.parametrize("intent", ["find all files", "list all funny files", "read the file", "summarise notes.txt",
-                                    "read the file a b"])
+@pytest.mark.parametrize(
+    "intent",
+    [
+        "find all files",
+        "list all funny files",
+        "read the file",
+        "summarise notes.txt",
+        "read the file a b",
+    ],
+)
 def test_no_rule(kit, intent):
     assert rules.generate(intent, kit) is None
 
@@ -32,7 +47,10 @@ def test_rules_need_the_kit_s_tools():
 
     only_find = resolve_kit("find_files")
     assert rules.generate("read the file notes.txt", only_find) is None
-    assert rules.generate("list python files", only_find) == ("list-files-of-kind", "find_files('**/*.py')")
+    assert rules.generate("list python files", only_find) == (
+        "list-files-of-kind",
+        "find_files('**/*.py')",
+    )
     assert rules.generate("list python files", None) is None
     gen = generate("read the file notes.txt", only_find, config={"order": ["rules"]})
     assert gen.program is None
@@ -43,4 +61,6 @@ def test_quoted_capture_is_data(kit):
     hostile = "read the file \"x') if False else read_file('/etc/hostname\""
     name, program = rules.generate(hostile, kit)
     call = ast.parse(program).body[0].value
-    assert call.func.id == "read_file" and [a.value for a in call.args] == ["x') if False else read_file('/etc/hostname"]
+    assert call.func.id == "read_file" and [a.value for a in call.args] == [
+        "x') if False else read_file('/etc/hostname"
+    ]

@@ -7,18 +7,21 @@ from lackjail.infer.sanitize import sanitize
 PROGRAM = "files = find_files('**/*.py')\nlen(files)"
 
 
-@pytest.mark.parametrize("reply", [
-    PROGRAM,
-    f"\n\n{PROGRAM}\n\n",
-    f"```python\n{PROGRAM}\n```",
-    f"```\n{PROGRAM}\n```",
-    f"~~~py\n{PROGRAM}\n~~~",
-    f"Here is the program:\n\n```python\n{PROGRAM}\n```\n\nIt counts the files.",
-    f"Sure! Here's the code:\n{PROGRAM}",
-    f"Here is the program:\n{PROGRAM}\nThis returns the count.",
-    f"<think>The user wants a count. I'll use find_files.</think>\n{PROGRAM}",
-    f"```python\n{PROGRAM}",  # cut off before the closing fence
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        PROGRAM,
+        f"\n\n{PROGRAM}\n\n",
+        f"```python\n{PROGRAM}\n```",
+        f"```\n{PROGRAM}\n```",
+        f"~~~py\n{PROGRAM}\n~~~",
+        f"Here is the program:\n\n```python\n{PROGRAM}\n```\n\nIt counts the files.",
+        f"Sure! Here's the code:\n{PROGRAM}",
+        f"Here is the program:\n{PROGRAM}\nThis returns the count.",
+        f"<think>The user wants a count. I'll use find_files.</think>\n{PROGRAM}",
+        f"```python\n{PROGRAM}",  # cut off before the closing fence
+    ],
+)
 def test_program_is_extracted(reply):
     assert sanitize(reply) == PROGRAM
 

@@ -28,15 +28,19 @@ def literals(program):
 
 # --- patterns -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("intent, expected", [
-    ("read the file notes.txt", {"path": "notes.txt"}),
-    ("  READ   the\tFile  notes.txt  ", {"path": "notes.txt"}),
-    ('read the file "my notes.txt"', {"path": "my notes.txt"}),
-    ("read the file 'a b'", {"path": "a b"}),
-    ("read the file", None),
-    ("read the filenotes.txt", None),
-    ("please read the file x", None),
-])
+
+@pytest.mark.parametrize(
+    "intent, expected",
+    [
+        ("read the file notes.txt", {"path": "notes.txt"}),
+        ("  READ   the\tFile  notes.txt  ", {"path": "notes.txt"}),
+        ('read the file "my notes.txt"', {"path": "my notes.txt"}),
+        ("read the file 'a b'", {"path": "a b"}),
+        ("read the file", None),
+        ("read the filenotes.txt", None),
+        ("please read the file x", None),
+    ],
+)
 def test_pattern_is_anchored_case_and_space_tolerant(intent, expected):
     assert Pattern.compile("read the file {path}").match(intent) == expected
 
@@ -48,8 +52,19 @@ def test_captures_are_shortest_and_the_last_part_ends_the_intent():
     assert Pattern.compile("{a} to {b}.txt").match("x to y.TXT") == {"a": "x", "b": "y"}
 
 
-@pytest.mark.parametrize("bad", ["", "  ", "read {path} {path}", "{a}{b}", "{a} {b}", "read {0path}",
-                                 "read {path", "read path}"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "  ",
+        "read {path} {path}",
+        "{a}{b}",
+        "{a} {b}",
+        "read {0path}",
+        "read {path",
+        "read path}",
+    ],
+)
 def test_bad_patterns_are_refused(bad):
     with pytest.raises(TemplateError):
         Pattern.compile(bad)
@@ -82,15 +97,35 @@ def test_lackpy_0_15_1_exploit_only_changes_the_literal(body):
     program = template.instantiate(values)
     assert shape(program) == shape(template.instantiate({"path": "notes.txt"}))
     calls = [n for n in ast.walk(ast.parse(program)) if isinstance(n, ast.Call)]
-    assert len(calls) == len([n for n in ast.walk(ast.parse(template.instantiate({"path": "a"})))
-                              if isinstance(n, ast.Call)])
+    assert len(calls) == len(
+        [
+            n
+            for n in ast.walk(ast.parse(template.instantiate({"path": "a"})))
+            if isinstance(n, ast.Call)
+        ]
+    )
     assert any(EXPLOIT in value for value in literals(program) if isinstance(value, str))
 
 
-@pytest.mark.parametrize("value", [
-    "a'b", 'a"b', "a'''b", 'a"""b', "line1\nline2')\nread_file('/etc/passwd", "back\\slash\\", "\\",
-    "x\\'); import os; ('", "{path}", "{other}", "\x00nul", "\r\n", "é\u2028\u202e", "'" * 50,
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "a'b",
+        'a"b',
+        "a'''b",
+        'a"""b',
+        "line1\nline2')\nread_file('/etc/passwd",
+        "back\\slash\\",
+        "\\",
+        "x\\'); import os; ('",
+        "{path}",
+        "{other}",
+        "\x00nul",
+        "\r\n",
+        "é\u2028\u202e",
+        "'" * 50,
+    ],
+)
 def test_hostile_values_only_change_the_literal(value):
     for body in BODIES:
         program = fill(body, {"path": value})
@@ -110,7 +145,9 @@ def test_any_text_only_changes_the_literal(value):
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab '\"\\\n\t)(;#{}"), min_size=1, max_size=40))
 def test_matched_intents_only_change_the_literal(tail):
-    template = parse_template("---\nname: t\npattern: read the file {path}\n---\nread_file({path})\n")
+    template = parse_template(
+        "---\nname: t\npattern: read the file {path}\n---\nread_file({path})\n"
+    )
     values = template.match("read the file " + tail)
     if values is not None:
         program = template.instantiate(values)
@@ -126,12 +163,17 @@ def test_f_strings_and_other_sets_are_left_alone():
 
 # --- files --------------------------------------------------------------------------------------
 
+
 def test_render_and_parse_round_trip(tmp_path):
     store = TemplateStore.at(tmp_path)
     saved = store.create("read-one", 'read: "{path}" # now', "content = read_file({path})\ncontent")
     [loaded], problems = store.load()
     assert problems == []
-    assert (loaded.name, loaded.pattern.text, loaded.body) == ("read-one", 'read: "{path}" # now', saved.body)
+    assert (loaded.name, loaded.pattern.text, loaded.body) == (
+        "read-one",
+        'read: "{path}" # now',
+        saved.body,
+    )
     assert loaded.match('read: "x.txt" # now') == {"path": "x.txt"}
 
 
@@ -143,15 +185,21 @@ def test_create_refuses_to_replace_unless_forced(tmp_path):
     assert store.load()[0][0].pattern.text == "read {path}"
     store.create("t", "show {path}", "read_file({path})", force=True)
     assert store.load()[0][0].pattern.text == "show {path}"
-    assert sorted(p.name for p in store.directory.iterdir()) == [".lock", "t.tmpl"]  # no temporaries left
+    assert sorted(p.name for p in store.directory.iterdir()) == [
+        ".lock",
+        "t.tmpl",
+    ]  # no temporaries left
 
 
-@pytest.mark.parametrize("name, pattern, body, message", [
-    ("../evil", "read {path}", "read_file({path})", "name"),
-    ("t", "read {path}", "read_file(path)", "never uses {path}"),
-    ("t", "read {path}", "read_file(", "does not parse"),
-    ("t", "read {path}", " \n", "the program is empty"),
-])
+@pytest.mark.parametrize(
+    "name, pattern, body, message",
+    [
+        ("../evil", "read {path}", "read_file({path})", "name"),
+        ("t", "read {path}", "read_file(path)", "never uses {path}"),
+        ("t", "read {path}", "read_file(", "does not parse"),
+        ("t", "read {path}", " \n", "the program is empty"),
+    ],
+)
 def test_create_rejects_bad_templates(tmp_path, name, pattern, body, message):
     with pytest.raises(TemplateError, match=message):
         TemplateStore.at(tmp_path).create(name, pattern, body)
@@ -198,6 +246,7 @@ def test_best_track_record_is_tried_first(tmp_path):
 
 # --- the tier -----------------------------------------------------------------------------------
 
+
 def test_templates_tier_comes_first_and_validates(tmp_path, kit):
     store = TemplateStore.at(tmp_path)
     store.create("bad-tool", "read the file {path}", "cat_file({path})")
@@ -210,6 +259,10 @@ def test_templates_tier_comes_first_and_validates(tmp_path, kit):
 
 
 def test_no_template_falls_through_with_a_note(tmp_path, kit):
-    gen = generate("find all python files and count them", kit, config={"order": ["templates", "rules"]})
+    gen = generate(
+        "find all python files and count them", kit, config={"order": ["templates", "rules"]}
+    )
     assert gen.tier == "rules"
-    assert gen.notes == [{"tier": "templates", "reason": "no template matches the intent", "unavailable": False}]
+    assert gen.notes == [
+        {"tier": "templates", "reason": "no template matches the intent", "unavailable": False}
+    ]

@@ -49,41 +49,59 @@ FAKE = textwrap.dedent("""
     time.sleep(30)
 """)
 
-RUN = {"t": "run", "id": "r1", "src": "1", "params": {}, "tools": [], "jail_tools": {}, "filename": "<t>"}
+RUN = {
+    "t": "run",
+    "id": "r1",
+    "src": "1",
+    "params": {},
+    "tools": [],
+    "jail_tools": {},
+    "filename": "<t>",
+}
 
 
 def _fake(tmp_path, scenario):
     import msgpack
 
     script = tmp_path / "fake.py"
-    script.write_text(FAKE.format(paths=[str(__import__("pathlib").Path(msgpack.__file__).parents[1])]))
+    script.write_text(
+        FAKE.format(paths=[str(__import__("pathlib").Path(msgpack.__file__).parents[1])])
+    )
     return Worker([sys.executable, "-I", str(script), scenario], {}, LIMITS, 1, 1)
 
 
-@pytest.mark.parametrize("scenario,status,text", [
-    ("garbage", "error", "protocol"),
-    ("oversized", "error", "protocol"),
-    ("zero_length", "error", "protocol"),
-    ("not_a_map", "error", "protocol"),
-    ("unknown_type", "error", "protocol"),
-    ("out_of_order", "error", "protocol"),
-    ("extra_key", "error", "protocol"),
-    ("deep", "error", "protocol"),
-    ("ext", "error", "protocol"),
-    ("wrong_id", "error", "malformed result"),
-    ("bad_status", "error", "malformed result"),
-    ("stall", "timeout", "wall-clock"),
-    ("exit", "killed", "ended"),
-    ("signal31", "denied", "seccomp"),
-    ("signal24", "timeout", "CPU time limit of 1 s"),
-    ("signal9", "killed", "signal 9"),
-])
+@pytest.mark.parametrize(
+    "scenario,status,text",
+    [
+        ("garbage", "error", "protocol"),
+        ("oversized", "error", "protocol"),
+        ("zero_length", "error", "protocol"),
+        ("not_a_map", "error", "protocol"),
+        ("unknown_type", "error", "protocol"),
+        ("out_of_order", "error", "protocol"),
+        ("extra_key", "error", "protocol"),
+        ("deep", "error", "protocol"),
+        ("ext", "error", "protocol"),
+        ("wrong_id", "error", "malformed result"),
+        ("bad_status", "error", "malformed result"),
+        ("stall", "timeout", "wall-clock"),
+        ("exit", "killed", "ended"),
+        ("signal31", "denied", "seccomp"),
+        ("signal24", "timeout", "CPU time limit of 1 s"),
+        ("signal9", "killed", "signal 9"),
+    ],
+)
 def test_hostile_frames_fail_only_that_run(tmp_path, scenario, status, text):
     worker = _fake(tmp_path, scenario)
     try:
         worker.wait_ready(10)
-        outcome = worker.execute(dict(RUN), wall_s=1.0, kill_grace=0.2,
-                                 on_call=lambda f: pytest.fail("no call expected"), on_output=lambda t: None)
+        outcome = worker.execute(
+            dict(RUN),
+            wall_s=1.0,
+            kill_grace=0.2,
+            on_call=lambda f: pytest.fail("no call expected"),
+            on_output=lambda t: None,
+        )
         assert outcome.status == status, outcome
         assert text in outcome.errors[0]["message"]
         assert outcome.retire

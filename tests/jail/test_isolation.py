@@ -56,8 +56,13 @@ def probe(require_nsjail):
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as fh:
         fh.write(images.render(cfg))
     try:
-        proc = subprocess.run([isolation.nsjail_binary(), "--config", fh.name], capture_output=True,
-                              text=True, timeout=60, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [isolation.nsjail_binary(), "--config", fh.name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         Path(fh.name).unlink()
     assert proc.returncode == 0, proc.stderr[-2000:]

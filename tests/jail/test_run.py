@@ -2,7 +2,6 @@
 
 import asyncio
 
-
 from lackjail.api import AsyncJail
 
 

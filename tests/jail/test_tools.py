@@ -24,7 +24,9 @@ def files_jail(require_nsjail, workspace):
 
 
 def test_read_and_find_through_the_controller(files_jail):
-    r = files_jail.run("paths = sorted(find_files('*.py'))\ntext = read_file('notes.txt')\n[paths, text]")
+    r = files_jail.run(
+        "paths = sorted(find_files('*.py'))\ntext = read_file('notes.txt')\n[paths, text]"
+    )
     assert r.status == "ok", r.errors
     assert r.value == [["a.py", "b.py"], "hello notes\n"]
     assert [e["tool"] for e in r.trace] == ["find_files", "read_file"]
@@ -78,7 +80,9 @@ def test_unknown_tool_is_rejected_before_the_jail(files_jail):
 
 
 def test_stream_delivers_calls_as_they_happen(files_jail):
-    events = list(files_jail.stream("print('before')\nx = read_file('notes.txt')\nprint('after')\nx"))
+    events = list(
+        files_jail.stream("print('before')\nx = read_file('notes.txt')\nprint('after')\nx")
+    )
     kinds = [e["event"] for e in events]
     assert kinds == ["output", "call", "output", "result"]
     assert events[1]["tool"] == "read_file" and events[1]["ok"] is True
@@ -104,7 +108,9 @@ def test_denied_approval_ends_the_run(require_nsjail, workspace):
 def test_granted_approval_lets_the_write_through(require_nsjail, workspace):
     base = load_policy("default")
     policy = base.replace(tools=base.tools.__class__(approval=("write_file",)))
-    with Jail(policy=policy, kit="files", workspace=workspace, workers=1, approve=lambda call: True) as jail:
+    with Jail(
+        policy=policy, kit="files", workspace=workspace, workers=1, approve=lambda call: True
+    ) as jail:
         r = jail.run("write_file('x.txt', 'yes')")
     assert r.status == "ok" and (workspace / "x.txt").read_text() == "yes"
 

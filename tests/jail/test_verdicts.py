@@ -65,8 +65,10 @@ def _zygotes(jail):
     """The zygote (first python) of each jail in the pool."""
     out = []
     for pid in jail.pool.pids():
-        procs = sorted((p for p in psutil.Process(pid).children(recursive=True) if "python" in p.name()),
-                       key=lambda p: p.create_time())
+        procs = sorted(
+            (p for p in psutil.Process(pid).children(recursive=True) if "python" in p.name()),
+            key=lambda p: p.create_time(),
+        )
         if procs:
             out.append(procs[0])
     return out

@@ -1,8 +1,8 @@
 """Fixtures for the kit tests: a workspace with files, a secret outside it, and a session maker."""
 
 import pytest
-
 from kit_support import make_policy
+
 from lackjail.kit import resolve_kit
 
 
@@ -31,9 +31,22 @@ def ws(tmp_path, outside):
 def session_for(ws):
     """session_for(kit_spec, **policy_changes, approve=..., workspace=..., dry_run=...) -> ToolSession."""
 
-    def make(spec="files", approve=None, workspace=None, dry_run=False, on_event=None, extra_tools=None, **changes):
+    def make(
+        spec="files",
+        approve=None,
+        workspace=None,
+        dry_run=False,
+        on_event=None,
+        extra_tools=None,
+        **changes,
+    ):
         kit = resolve_kit(spec, workspace=ws, extra_tools=extra_tools)
-        return kit.session(make_policy(**changes), workspace if workspace is not None else ws,
-                           approve=approve, on_event=on_event, dry_run=dry_run)
+        return kit.session(
+            make_policy(**changes),
+            workspace if workspace is not None else ws,
+            approve=approve,
+            on_event=on_event,
+            dry_run=dry_run,
+        )
 
     return make

@@ -24,5 +24,10 @@ def py_tool(function, name=None, **fields):
 
     from lackjail.kit import spec_from_function
 
-    return spec_from_function(getattr(kit_helpers, function), name=name or function, provider="python",
-                              provider_config={"module": "kit_helpers", "function": function}, **fields)
+    return spec_from_function(
+        getattr(kit_helpers, function),
+        name=name or function,
+        provider="python",
+        provider_config={"module": "kit_helpers", "function": function},
+        **fields,
+    )

@@ -39,28 +39,48 @@ def test_info_text_and_json(ws):
 def test_info_bad_input_exits_2_with_one_line(ws):
     result = run("info", "raed_file", "--workspace", str(ws))
     assert result.exit_code == 2
-    assert result.output.startswith("Error: no kit named 'raed_file'") and result.output.count("\n") == 1
+    assert (
+        result.output.startswith("Error: no kit named 'raed_file'")
+        and result.output.count("\n") == 1
+    )
 
 
 def test_create_then_use_then_refuse_overwrite(ws):
-    result = run("create", "review", "--tools", "read_file, find_files", "--description", "Review code",
-                 "--docs", "docs/guide.md", "--workspace", str(ws))
+    result = run(
+        "create",
+        "review",
+        "--tools",
+        "read_file, find_files",
+        "--description",
+        "Review code",
+        "--docs",
+        "docs/guide.md",
+        "--workspace",
+        str(ws),
+    )
     assert result.exit_code == 0 and "review.kit (2 tools)" in result.output
     assert (ws / ".lackjail" / "kits" / "review.kit").read_text() == (
-        "---\nname: review\ndescription: Review code\ndocs: docs/guide.md\n---\nread_file\nfind_files\n")
+        "---\nname: review\ndescription: Review code\ndocs: docs/guide.md\n---\nread_file\nfind_files\n"
+    )
     data = json.loads(run("info", "review", "--json", "--workspace", str(ws)).output)
     assert data["description"] == "Review code" and data["docs"] == {"docs/guide.md": "kit review"}
     again = run("create", "review", "--tools", "read_file", "--workspace", str(ws))
     assert again.exit_code == 2 and "--force" in again.output
-    assert run("create", "review", "--tools", "read_file", "--force", "--workspace", str(ws)).exit_code == 0
+    assert (
+        run("create", "review", "--tools", "read_file", "--force", "--workspace", str(ws)).exit_code
+        == 0
+    )
 
 
-@pytest.mark.parametrize("args, word", [
-    (["create", "x", "--tools", "raed_file"], "did you mean 'read_file'"),
-    (["create", "../x", "--tools", "read_file"], "kit name '../x' is not valid"),
-    (["create", "x", "--tools", ","], "names no tool"),
-    (["create", "x", "--tools", "read_file", "--description", "two\nlines"], "one line"),
-])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["create", "x", "--tools", "raed_file"], "did you mean 'read_file'"),
+        (["create", "../x", "--tools", "read_file"], "kit name '../x' is not valid"),
+        (["create", "x", "--tools", ","], "names no tool"),
+        (["create", "x", "--tools", "read_file", "--description", "two\nlines"], "one line"),
+    ],
+)
 def test_create_bad_input(ws, args, word):
     result = run(*args, "--workspace", str(ws))
     assert result.exit_code == 2 and word in result.output and result.output.startswith("Error: ")
@@ -73,7 +93,12 @@ class FakeTty(io.StringIO):
 
 
 def test_terminal_approver(monkeypatch, capsys):
-    call = {"tool": "write_file", "args": ["'a.txt'", "'x'"], "kwargs": {}, "reason": "the tool requires approval"}
+    call = {
+        "tool": "write_file",
+        "args": ["'a.txt'", "'x'"],
+        "kwargs": {},
+        "reason": "the tool requires approval",
+    }
     assert terminal_approver(yes=True)(call) is True
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     assert terminal_approver()(call) is False  # no terminal: deny without asking

@@ -4,8 +4,8 @@ import os
 import time
 
 import pytest
-
 from kit_support import no_temp_files
+
 from lackjail.kit import KitError, Workspace
 
 
@@ -121,7 +121,10 @@ def test_protected_paths_refuse_writes(session_for, ws):
     refused(s.call("write_file", [".git/hooks/pre-commit", "#!/bin/sh\nrm -rf ~\n"], {}), ".git")
     refused(s.call("write_file", ["hooks/post-checkout", "x"], {}), ".git")
     refused(s.call("write_file", [".lackjail/kits/evil.kit", "write_file\n"], {}), ".lackjail")
-    refused(s.call("write_file", [".venv/lib/python3.12/site-packages/evil.pth", "import os"], {}), "site-packages")
+    refused(
+        s.call("write_file", [".venv/lib/python3.12/site-packages/evil.pth", "import os"], {}),
+        "site-packages",
+    )
     refused(s.call("write_file", ["evil.pth", "import os"], {}), ".pth")
     s.commit()
     assert not (ws / ".git" / "hooks" / "pre-commit").exists() and not (ws / "evil.pth").exists()
@@ -146,10 +149,19 @@ def test_huge_content_is_refused(session_for, ws):
     assert not (ws / "big.txt").exists()
 
 
-@pytest.mark.parametrize("pattern, word", [
-    ("../*", "'..'"), ("../outside/*", "'..'"), ("**/../..", "'..'"), ("src/../../*", "'..'"),
-    ("/etc/*", "absolute"), ("/*", "absolute"), ("*\x00", "NUL"), ("", "1 to"),
-])
+@pytest.mark.parametrize(
+    "pattern, word",
+    [
+        ("../*", "'..'"),
+        ("../outside/*", "'..'"),
+        ("**/../..", "'..'"),
+        ("src/../../*", "'..'"),
+        ("/etc/*", "absolute"),
+        ("/*", "absolute"),
+        ("*\x00", "NUL"),
+        ("", "1 to"),
+    ],
+)
 def test_find_files_patterns_reaching_outside(session_for, pattern, word):
     refused(session_for().call("find_files", [pattern], {}), word)
 

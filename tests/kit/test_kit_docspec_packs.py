@@ -1,16 +1,27 @@
 """Specs from docstrings, packs, and what prompts and `kit info` show."""
 
-import pytest
-
 import kit_helpers
+import pytest
 from kit_support import make_policy, py_tool
-from lackjail.kit import KitError, Pack, pack_from_module, parse_docstring, resolve_kit, spec_from_function
+
+from lackjail.kit import (
+    KitError,
+    Pack,
+    pack_from_module,
+    parse_docstring,
+    resolve_kit,
+    spec_from_function,
+)
 
 
 def test_docstring_sections():
     doc = parse_docstring(kit_helpers.add.__doc__)
     assert doc["summary"] == "Add two numbers."
-    assert (doc["use"], doc["input"], doc["output"]) == ("sum two integers.", "two integers.", "their sum.")
+    assert (doc["use"], doc["input"], doc["output"]) == (
+        "sum two integers.",
+        "two integers.",
+        "their sum.",
+    )
     assert doc["parameters"] == {"a": ("int", "the first."), "b": ("int", "the second.")}
     assert doc["best_practices"] == ["Keep numbers small.", "Or large; it is Python."]
 
@@ -30,9 +41,15 @@ def test_google_style_aliases_and_continuations():
 
 def test_spec_from_function_uses_the_signature():
     spec = py_tool("add")
-    assert [(a.name, a.type, a.required) for a in spec.args] == [("a", "int", True), ("b", "int", False)]
+    assert [(a.name, a.type, a.required) for a in spec.args] == [
+        ("a", "int", True),
+        ("b", "int", False),
+    ]
     assert spec.signature() == "add(a: int, [b: int]) -> int"
-    assert spec.guidance == "sum two integers." and spec.best_practices == ("Keep numbers small.", "Or large; it is Python.")
+    assert spec.guidance == "sum two integers." and spec.best_practices == (
+        "Keep numbers small.",
+        "Or large; it is Python.",
+    )
     assert py_tool("echo").args[0].type == "Any"
 
 
@@ -78,16 +95,26 @@ def test_fs_pack_calls_share_the_transaction(ws):
 
 
 def test_describe_shows_signatures_guidance_and_practices():
-    kit = resolve_kit({"r": {"tool": "read_file", "approval": "required"}, "fs": "fs", "slugify": "slugify"})
+    kit = resolve_kit(
+        {"r": {"tool": "read_file", "approval": "required"}, "fs": "fs", "slugify": "slugify"}
+    )
     text = kit.describe()
     assert text.startswith("kit custom\ngrade: w=3 d=3\n")
-    assert "r(path: str) -> str  [needs approval]\n    Read a UTF-8 text file inside the workspace.\n" in text
+    assert (
+        "r(path: str) -> str  [needs approval]\n    Read a UTF-8 text file inside the workspace.\n"
+        in text
+    )
     assert "Parameters:\n      path (str): the file, relative to the workspace" in text
-    assert "fs - Files inside the workspace.\n    fs.read(path: str) -> str  # get the contents of one file" in text
+    assert (
+        "fs - Files inside the workspace.\n    fs.read(path: str) -> str  # get the contents of one file"
+        in text
+    )
     assert "      - fs.find: Anchor patterns to a folder" in text
     assert "slugify(text: str) -> str  [runs in the jail]" in text
     data = kit.to_dict()
-    assert data["names"] == ["r", "fs", "slugify"] and data["packs"] == {"fs": "Files inside the workspace."}
+    assert data["names"] == ["r", "fs", "slugify"] and data["packs"] == {
+        "fs": "Files inside the workspace."
+    }
     assert data["jail_tools"] == {"slugify": ["lackjail.worker.puretools", "slugify"]}
     assert [t["call"] for t in data["tools"]][:2] == ["r", "fs.read"]
     assert resolve_kit(None).describe() == "kit none\ngrade: w=0 d=0\nno tools\n"

@@ -5,20 +5,26 @@ import threading
 import time
 
 import pytest
-
 from kit_support import make_policy, no_temp_files, py_tool
+
 from lackjail.kit import CommitError, StagingArea, ToolSpec, Workspace, resolve_kit
 
-
 # --- approval -------------------------------------------------------------------------------------
+
 
 def test_approval_granted_sees_the_call(session_for, ws):
     seen = []
     s = session_for(approval=("write_file",), approve=lambda call: seen.append(call) or True)
     out = s.call("write_file", ["new.txt", "hello"], {})
     assert out.ok and out.verdict is None
-    assert seen == [{"tool": "write_file", "args": ["'new.txt'", "'hello'"], "kwargs": {},
-                     "reason": "policy 'test' requires approval for it"}]
+    assert seen == [
+        {
+            "tool": "write_file",
+            "args": ["'new.txt'", "'hello'"],
+            "kwargs": {},
+            "reason": "policy 'test' requires approval for it",
+        }
+    ]
     assert s.call("read_file", ["a.txt"], {}).ok and len(seen) == 1  # read_file needs none
 
 
@@ -41,9 +47,13 @@ def test_approver_that_fails_or_answers_oddly_denies(session_for):
     def broken(call):
         raise RuntimeError("tty gone")
 
-    out = session_for(approval=("write_file",), approve=broken).call("write_file", ["n.txt", "x"], {})
+    out = session_for(approval=("write_file",), approve=broken).call(
+        "write_file", ["n.txt", "x"], {}
+    )
     assert out.verdict == "denied" and "tty gone" in out.error
-    out = session_for(approval=("write_file",), approve=lambda c: "yes").call("write_file", ["n.txt", "x"], {})
+    out = session_for(approval=("write_file",), approve=lambda c: "yes").call(
+        "write_file", ["n.txt", "x"], {}
+    )
     assert out.verdict == "denied"  # only True approves
 
 
@@ -51,8 +61,16 @@ def test_tool_spec_can_require_approval_and_aliases_do_not_escape_policy(session
     kit_spec = {"w": {"tool": "write_file", "approval": "required"}}
     assert session_for(kit_spec).call("w", ["n.txt", "x"], {}).verdict == "denied"
     # the policy names the tool; calling it through an alias or a pack changes nothing
-    assert session_for({"put": "write_file"}, approval=("write_file",)).call("put", ["n.txt", "x"], {}).verdict == "denied"
-    assert session_for("fs", approval=("write_file",)).call("fs.write", ["n.txt", "x"], {}).verdict == "denied"
+    assert (
+        session_for({"put": "write_file"}, approval=("write_file",))
+        .call("put", ["n.txt", "x"], {})
+        .verdict
+        == "denied"
+    )
+    assert (
+        session_for("fs", approval=("write_file",)).call("fs.write", ["n.txt", "x"], {}).verdict
+        == "denied"
+    )
     assert session_for("fs", deny=("fs",)).call("fs.read", ["a.txt"], {}).verdict == "denied"
 
 
@@ -76,6 +94,7 @@ def test_read_only_workspace_denies_writes(session_for, ws):
 
 
 # --- timeouts and failing tools --------------------------------------------------------------------
+
 
 def test_hung_tool_times_out_without_blocking_other_runs(session_for):
     slow = session_for("none", extra_tools=[py_tool("nap", timeout_s=0.5)])
@@ -144,11 +163,17 @@ def test_tool_that_raises(session_for):
     assert not out.ok and "BadMessage" in out.error
 
 
-@pytest.mark.parametrize("function, message", [
-    ("gives_object", "the result of gives_object is of type Opaque, which is not plain data"),
-    ("gives_set", "the result of gives_set is of type set, which is not plain data"),
-    ("gives_int_keys", "the result of gives_int_keys has a key of type int; dict keys must be str"),
-])
+@pytest.mark.parametrize(
+    "function, message",
+    [
+        ("gives_object", "the result of gives_object is of type Opaque, which is not plain data"),
+        ("gives_set", "the result of gives_set is of type set, which is not plain data"),
+        (
+            "gives_int_keys",
+            "the result of gives_int_keys has a key of type int; dict keys must be str",
+        ),
+    ],
+)
 def test_results_must_be_plain_data(session_for, function, message):
     out = session_for("none", extra_tools=[py_tool(function)]).call(function, [], {})
     assert not out.ok and out.verdict is None and out.error.startswith(message), out.error
@@ -166,6 +191,7 @@ def test_edit_of_missing_text_fails_clearly(session_for):
 
 
 # --- write verification and the transaction ------------------------------------------------------
+
 
 class CorruptingStaging(StagingArea):
     """A disk that hands back other bytes than were written."""
@@ -193,7 +219,9 @@ def test_staged_writes_are_visible_then_committed(session_for, ws):
     assert s.call("edit_file", ["new/deep/c.txt", "gam", "GAM"], {}).ok
     assert s.call("read_file", ["new/deep/c.txt"], {}).value == "GAMma"
     assert s.call("find_files", ["**/*.txt"], {}).value == ["a.txt", "new/deep/c.txt"]
-    assert (ws / "a.txt").read_text() == "alpha\n" and not (ws / "new").exists()  # nothing on disk yet
+    assert (ws / "a.txt").read_text() == "alpha\n" and not (
+        ws / "new"
+    ).exists()  # nothing on disk yet
     assert s.commit() == ["a.txt", "new/deep/c.txt"]
     assert (ws / "a.txt").read_text() == "ALPHA\n"
     assert (ws / "new" / "deep" / "c.txt").read_text() == "GAMma"
@@ -231,12 +259,16 @@ def test_dry_run_shows_the_diff_and_writes_nothing(session_for, ws):
     s.call("write_file", ["n.txt", "no newline"], {})
     diff = s.diff()
     assert "--- a/a.txt\n+++ b/a.txt\n" in diff and "-alpha\n+beta\n" in diff
-    assert "--- /dev/null\n+++ b/n.txt\n" in diff and "+no newline\n\\ No newline at end of file\n" in diff
+    assert (
+        "--- /dev/null\n+++ b/n.txt\n" in diff
+        and "+no newline\n\\ No newline at end of file\n" in diff
+    )
     assert s.commit() == []
     assert (ws / "a.txt").read_text() == "alpha\n" and not (ws / "n.txt").exists()
 
 
 # --- budgets ----------------------------------------------------------------------------------------
+
 
 def test_tool_call_budget(session_for):
     s = session_for(tool_calls=2)
@@ -259,24 +291,28 @@ def test_read_and_write_budgets(session_for, ws):
 
 # --- hostile calls ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, args, kwargs, word", [
-    ("read_file", ["a.txt", "b.txt"], {}, "takes 1 argument"),
-    ("read_file", [], {}, "missing required argument 'path'"),
-    ("read_file", [], {"pathx": "a.txt"}, "unexpected keyword argument 'pathx'"),
-    ("read_file", ["a.txt"], {"path": "a.txt"}, "multiple values"),
-    ("read_file", [42], {}, "must be str, not int"),
-    ("read_file", [b"a.txt"], {}, "must be str, not bytes"),
-    ("write_file", ["a.txt", ["not", "text"]], {}, "must be str, not list"),
-    ("raed_file", ["a.txt"], {}, "no tool named 'raed_file'"),
-    (None, [], {}, "no tool named None"),
-    (["read_file"], [], {}, "no tool named"),
-    ("read_file", "a.txt", {}, "must be a list"),
-    ("read_file", ["a.txt"], [("k", "v")], "must be a dict"),
-    ("read_file", [{1: "x"}], {}, "keys must be str"),
-    ("read_file", [{"a"}], {}, "not plain data"),
-    ("read_file", [1 << 70], {}, "wider than 64 bits"),
-    ("slugify", ["x"], {}, "runs inside the jail"),
-])
+
+@pytest.mark.parametrize(
+    "name, args, kwargs, word",
+    [
+        ("read_file", ["a.txt", "b.txt"], {}, "takes 1 argument"),
+        ("read_file", [], {}, "missing required argument 'path'"),
+        ("read_file", [], {"pathx": "a.txt"}, "unexpected keyword argument 'pathx'"),
+        ("read_file", ["a.txt"], {"path": "a.txt"}, "multiple values"),
+        ("read_file", [42], {}, "must be str, not int"),
+        ("read_file", [b"a.txt"], {}, "must be str, not bytes"),
+        ("write_file", ["a.txt", ["not", "text"]], {}, "must be str, not list"),
+        ("raed_file", ["a.txt"], {}, "no tool named 'raed_file'"),
+        (None, [], {}, "no tool named None"),
+        (["read_file"], [], {}, "no tool named"),
+        ("read_file", "a.txt", {}, "must be a list"),
+        ("read_file", ["a.txt"], [("k", "v")], "must be a dict"),
+        ("read_file", [{1: "x"}], {}, "keys must be str"),
+        ("read_file", [{"a"}], {}, "not plain data"),
+        ("read_file", [1 << 70], {}, "wider than 64 bits"),
+        ("slugify", ["x"], {}, "runs inside the jail"),
+    ],
+)
 def test_hostile_calls_get_clear_errors(session_for, name, args, kwargs, word):
     s = session_for(["read_file", "write_file", "slugify"])
     out = s.call(name, args, kwargs)
@@ -295,7 +331,9 @@ def test_huge_and_deep_arguments(session_for):
     assert not out.ok and "deeper than" in out.error
     out = s.call("echo", [list(range(200_000))], {})
     assert not out.ok and "items" in out.error
-    assert s.call("echo", [], {"value": {"ok": [1, 2.5, None, True, b"b"]}}).value == {"ok": [1, 2.5, None, True, b"b"]}
+    assert s.call("echo", [], {"value": {"ok": [1, 2.5, None, True, b"b"]}}).value == {
+        "ok": [1, 2.5, None, True, b"b"]
+    }
 
 
 def test_bool_is_not_an_int(session_for):
@@ -306,6 +344,7 @@ def test_bool_is_not_an_int(session_for):
 
 
 # --- trace ------------------------------------------------------------------------------------------
+
 
 def test_trace_entries_and_events(session_for):
     events = []

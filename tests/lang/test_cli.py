@@ -59,9 +59,15 @@ def test_json(files):
     assert data["valid"] is False
     assert [f["valid"] for f in data["files"]] == [True, False]
     assert data["files"][0]["calls"] == ["len", "read_file"]
-    assert data["files"][1]["errors"] == [{"message": "attribute '.__class__' is not allowed: attribute names "
-                                           "must not start with '_'", "rule": "dunder-attribute",
-                                           "line": 2, "col": 6}]
+    assert data["files"][1]["errors"] == [
+        {
+            "message": "attribute '.__class__' is not allowed: attribute names "
+            "must not start with '_'",
+            "rule": "dunder-attribute",
+            "line": 2,
+            "col": 6,
+        }
+    ]
 
 
 def test_unreadable_file_is_reported_and_others_still_checked(files, tmp_path):

@@ -71,7 +71,9 @@ def test_getattr_type_vars_and_friends(source, rule):
 
 def test_format_string_built_at_run_time():
     # The exploit: every piece passes the AST rules except the `.format` attribute.
-    assert rules_of("u = '_' * 2\n('{0.' + u + 'globals' + u + '}').format(read_file)") == {"format-attribute"}
+    assert rules_of("u = '_' * 2\n('{0.' + u + 'globals' + u + '}').format(read_file)") == {
+        "format-attribute"
+    }
     assert rules_of("t = '{0.x}'\nf = t.format_map") == {"format-attribute"}
     assert rules_of("str.format('{0.x}', path)") == {"format-attribute"}
     assert_rejected("b'{0.__self__}'.decode().format(len)", "dunder-string")
@@ -93,14 +95,25 @@ def test_underscores_built_at_run_time_reach_no_attribute(builder):
     # Building '__' at run time is possible and harmless on its own...
     assert validate(builder).valid
     # ...because no path turns a run-time string into an attribute lookup.
-    for use in ["x = ('{0.' + u + 'class' + u + '}').format(1)", "x = ('{0.' + u + '}').format_map({})",
-                "x = getattr(1, u)", "x = vars(1)[u]"]:
+    for use in [
+        "x = ('{0.' + u + 'class' + u + '}').format(1)",
+        "x = ('{0.' + u + '}').format_map({})",
+        "x = getattr(1, u)",
+        "x = vars(1)[u]",
+    ]:
         assert not validate(builder + "\n" + use).valid, use
 
 
 ESCAPED_DUNDER_CONSTANTS = [
-    "x = '__'", "x = '_' '_'", "x = '\\x5f\\x5f'", "x = '\\N{LOW LINE}_'", "x = '_\\u005f'",
-    "x = b'\\x5f_'", "x = rb'__'", "x = f'__{path}'", "x = f'{path:__>5}'",
+    "x = '__'",
+    "x = '_' '_'",
+    "x = '\\x5f\\x5f'",
+    "x = '\\N{LOW LINE}_'",
+    "x = '_\\u005f'",
+    "x = b'\\x5f_'",
+    "x = rb'__'",
+    "x = f'__{path}'",
+    "x = f'{path:__>5}'",
 ]
 
 
@@ -141,12 +154,32 @@ def test_rebinding_cannot_hide_a_tool_call_from_the_call_list():
     result = validate("len = read_file\nlen(path)", tools=TOOLS, params=PARAMS)
     assert not result.valid
     # A key= tool is called by the builtin: it shows in the call list.
-    assert "read_file" in validate("sorted([path], key=read_file)", tools=TOOLS, params=PARAMS).calls
+    assert (
+        "read_file" in validate("sorted([path], key=read_file)", tools=TOOLS, params=PARAMS).calls
+    )
 
 
-FRAME_ATTRIBUTES = ["gi_frame", "gi_code", "gi_yieldfrom", "f_globals", "f_back", "f_builtins", "f_locals",
-                    "f_code", "tb_frame", "tb_next", "co_code", "co_consts", "cr_frame", "cr_code", "cr_await",
-                    "ag_frame", "ag_code", "func_globals", "mro"]
+FRAME_ATTRIBUTES = [
+    "gi_frame",
+    "gi_code",
+    "gi_yieldfrom",
+    "f_globals",
+    "f_back",
+    "f_builtins",
+    "f_locals",
+    "f_code",
+    "tb_frame",
+    "tb_next",
+    "co_code",
+    "co_consts",
+    "cr_frame",
+    "cr_code",
+    "cr_await",
+    "ag_frame",
+    "ag_code",
+    "func_globals",
+    "mro",
+]
 
 
 @pytest.mark.parametrize("attr", FRAME_ATTRIBUTES)
@@ -154,21 +187,35 @@ def test_frame_generator_code_traceback_attributes(attr):
     assert rules_of(f"x = path.{attr}") == {"internal-attribute"}
 
 
-@pytest.mark.parametrize("attr", ["__self__", "__traceback__", "__code__", "__closure__", "__globals__",
-                                  "__dict__", "__getattribute__", "__reduce_ex__"])
+@pytest.mark.parametrize(
+    "attr",
+    [
+        "__self__",
+        "__traceback__",
+        "__code__",
+        "__closure__",
+        "__globals__",
+        "__dict__",
+        "__getattribute__",
+        "__reduce_ex__",
+    ],
+)
 def test_dunder_internals(attr):
     assert rules_of(f"x = path.{attr}") == {"dunder-attribute"}
 
 
 def test_generator_frames_are_unreachable():
-    assert rules_of("x = (a for a in [1]).gi_frame.f_back.f_globals") == {"forbidden-node", "internal-attribute"}
+    assert rules_of("x = (a for a in [1]).gi_frame.f_back.f_globals") == {
+        "forbidden-node",
+        "internal-attribute",
+    }
 
 
 LOOKALIKE_IDENTIFIERS = [
-    ("ｅｖａｌ('1')", "forbidden-name"),        # fullwidth
-    ("𝐞𝐯𝐚𝐥('1')", "forbidden-name"),           # mathematical bold
+    ("ｅｖａｌ('1')", "forbidden-name"),  # fullwidth
+    ("𝐞𝐯𝐚𝐥('1')", "forbidden-name"),  # mathematical bold
     ("𝓰𝓮𝓽𝓪𝓽𝓽𝓻(path, 'x')", "forbidden-name"),  # mathematical script
-    ("x = ﬁlter", "forbidden-name"),             # ligature
+    ("x = ﬁlter", "forbidden-name"),  # ligature
     ("x = path.__ｃlass__", "dunder-attribute"),
     ("x = path.ｆｏｒｍａｔ", "format-attribute"),
     ("ｌｅｎ = read_file", "rebind-builtin"),
@@ -232,14 +279,17 @@ def timed(source, **kw):
     return result, time.perf_counter() - started
 
 
-@pytest.mark.parametrize("source", [
-    "x = " + "-" * 200000 + "1",
-    "x = " + " + ".join(["1"] * 100000),
-    "x = " + "not " * 100000 + "1",
-    "x = " + "(" * 100000 + ")" * 100000,
-    "x = a" + ".b" * 100000,
-    "x = f" + "()" * 100000,
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = " + "-" * 200000 + "1",
+        "x = " + " + ".join(["1"] * 100000),
+        "x = " + "not " * 100000 + "1",
+        "x = " + "(" * 100000 + ")" * 100000,
+        "x = a" + ".b" * 100000,
+        "x = f" + "()" * 100000,
+    ],
+)
 def test_pathological_inputs_never_raise(source):
     for limits in (None, BIG):  # rejected by size by default; by the parser or the walk without it
         result, seconds = timed(source, limits=limits)
@@ -250,7 +300,11 @@ def test_pathological_inputs_never_raise(source):
 
 
 def test_deep_nesting_under_the_size_cap():
-    for source in ["x = a" + ".b" * 2000, "x = " + "-" * 2000 + "1", "x = " + "+".join(["1"] * 2000)]:
+    for source in [
+        "x = a" + ".b" * 2000,
+        "x = " + "-" * 2000 + "1",
+        "x = " + "+".join(["1"] * 2000),
+    ]:
         assert rules_of(source) & {"limit-depth", "limit-parse"}
     blocks = "".join(" " * i + "if x:\n" for i in range(60)) + " " * 60 + "y = 1\n"
     assert validate(blocks).valid
@@ -259,10 +313,13 @@ def test_deep_nesting_under_the_size_cap():
 
 def test_huge_literals():
     assert rules_of("x = '" + "a" * 40000 + "'") == {"limit-literal-len"}
-    assert rules_of("x = '" + "é" * 33000 + "'") == {"limit-source-bytes"}  # 33000 chars, 66000 bytes
+    assert rules_of("x = '" + "é" * 33000 + "'") == {
+        "limit-source-bytes"
+    }  # 33000 chars, 66000 bytes
     assert rules_of("x = [" + "0," * 25000 + "]") == {"limit-nodes"}
-    assert rules_of("x = [" + "0," * 20000 + "]", limits=Limits(max_literal_len=10_000, max_nodes=50_000)) == {
-        "limit-literal-len"}
+    assert rules_of(
+        "x = [" + "0," * 20000 + "]", limits=Limits(max_literal_len=10_000, max_nodes=50_000)
+    ) == {"limit-literal-len"}
     assert rules_of("x = " + "9" * 5000) == {"limit-int-digits"}
     assert rules_of("x = " + "9" * 101) == {"limit-int-digits"}
     assert validate("x = " + "9" * 100).valid
@@ -278,7 +335,9 @@ def test_thirty_nested_comprehensions_rejected_quickly_without_compiling(monkeyp
         return real_compile(source, filename, mode, flags, *args, **kw)
 
     monkeypatch.setattr(validator_module, "compile", spy, raising=False)
-    source = "x = " + "[" * 30 + "1" + " for a in b]" * 30  # compile() of this dies with SIGSEGV on 3.12.1
+    source = (
+        "x = " + "[" * 30 + "1" + " for a in b]" * 30
+    )  # compile() of this dies with SIGSEGV on 3.12.1
     result, seconds = timed(source)
     assert {e.rule for e in result.errors} == {"limit-comprehension-depth"}
     assert seconds < 0.5

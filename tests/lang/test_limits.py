@@ -17,15 +17,27 @@ def test_defaults():
         limits.max_depth = 5
 
 
-@pytest.mark.parametrize("field, at_limit, over_limit", [
-    ("max_source_bytes", "x = 1", "x = 12"),
-    ("max_literal_len", "x = 'abc'", "x = 'abcd'"),
-    ("max_literal_len", "x = [1, 2, 3]", "x = [1, 2, 3, 4]"),
-    ("max_int_digits", "x = 999", "x = 1000"),
-    ("max_comprehension_depth", "x = [[a for a in b] for b in c]", "x = [[[a for a in b] for b in c] for c in d]"),
-])
+@pytest.mark.parametrize(
+    "field, at_limit, over_limit",
+    [
+        ("max_source_bytes", "x = 1", "x = 12"),
+        ("max_literal_len", "x = 'abc'", "x = 'abcd'"),
+        ("max_literal_len", "x = [1, 2, 3]", "x = [1, 2, 3, 4]"),
+        ("max_int_digits", "x = 999", "x = 1000"),
+        (
+            "max_comprehension_depth",
+            "x = [[a for a in b] for b in c]",
+            "x = [[[a for a in b] for b in c] for c in d]",
+        ),
+    ],
+)
 def test_edge_of_each_cap(field, at_limit, over_limit):
-    value = {"max_source_bytes": 5, "max_literal_len": 3, "max_int_digits": 3, "max_comprehension_depth": 2}[field]
+    value = {
+        "max_source_bytes": 5,
+        "max_literal_len": 3,
+        "max_int_digits": 3,
+        "max_comprehension_depth": 2,
+    }[field]
     limits = Limits(**{field: value})
     assert validate(at_limit, limits=limits).valid
     result = validate(over_limit, limits=limits)
@@ -34,7 +46,9 @@ def test_edge_of_each_cap(field, at_limit, over_limit):
 
 
 def test_node_and_depth_caps_name_their_limit():
-    nodes = validate("x = [1, 2, 3]", limits=Limits(max_nodes=6))  # Module Assign Name List Constant*3
+    nodes = validate(
+        "x = [1, 2, 3]", limits=Limits(max_nodes=6)
+    )  # Module Assign Name List Constant*3
     assert [e.rule for e in nodes.errors] == ["limit-nodes"] and "6" in nodes.errors[0].message
     assert validate("x = [1, 2, 3]", limits=Limits(max_nodes=7)).valid
     depth = validate("x = -(-(-1))", limits=Limits(max_depth=4))
@@ -77,8 +91,13 @@ def test_programs_at_the_limits_compile_without_crashing():
     # Compiling is the jail's job; this checks the default caps keep it safe.
     programs = [_deepest(make) for make in SHAPES.values()]
     code = "import sys\nfor p in sys.stdin.read().split('\\0'):\n    compile(p, '<p>', 'exec')\nprint('ok')"
-    done = subprocess.run([sys.executable, "-c", code], input="\0".join(programs), capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input="\0".join(programs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
@@ -87,6 +106,9 @@ def test_programs_at_the_limits_compile_without_crashing():
 def test_why_comprehension_nesting_has_its_own_cap():
     program = "x = " + "[" * 21 + "1" + " for a in b]" * 21
     assert not validate(program).valid
-    done = subprocess.run([sys.executable, "-c", f"compile({program!r}, '<p>', 'exec')"],
-                          capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", f"compile({program!r}, '<p>', 'exec')"],
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode < 0  # killed by a signal (SIGSEGV)

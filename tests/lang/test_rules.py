@@ -18,11 +18,15 @@ def test_max_depth_counts_if_and_for_blocks():
     nested = "for a in b:\n    if a:\n        for c in a:\n            x = c"
     assert placed(nested, rules.max_depth(2)) == [("max-depth", 3, 8)]
     assert placed(nested, rules.max_depth(3)) == []
-    assert placed("if a:\n    x = 1\nelif b:\n    x = 2", rules.max_depth(1)) == [("max-depth", 3, 0)]
+    assert placed("if a:\n    x = 1\nelif b:\n    x = 2", rules.max_depth(1)) == [
+        ("max-depth", 3, 0)
+    ]
 
 
 def test_max_calls():
-    assert placed("x = len('a')\ny = len('b')\nprint(x, y)", rules.max_calls(2)) == [("max-calls", 3, 0)]
+    assert placed("x = len('a')\ny = len('b')\nprint(x, y)", rules.max_calls(2)) == [
+        ("max-calls", 3, 0)
+    ]
     assert placed("x = len('a')\ny = len('b')", rules.max_calls(2)) == []
     message = validate("print(len('a'))", rules=[rules.max_calls(1)]).errors[0].message
     assert "2 calls" in message and "limit is 1" in message
@@ -36,8 +40,10 @@ def test_no_nested_calls():
 
 def test_rules_only_tighten():
     assert not validate("import os", rules=[rules.no_loops]).valid
-    combined = validate("for i in range(3):\n    print(len(str(i)))",
-                        rules=[rules.no_loops, rules.no_nested_calls, rules.max_calls(1)])
+    combined = validate(
+        "for i in range(3):\n    print(len(str(i)))",
+        rules=[rules.no_loops, rules.no_nested_calls, rules.max_calls(1)],
+    )
     assert {e.rule for e in combined.errors} == {"no-loops", "no-nested-calls", "max-calls"}
 
 

@@ -20,13 +20,23 @@ def test_spec_describes_the_language():
     assert {"eval", "getattr", "type", "format", "chr", "ord"} <= set(SPEC["forbidden_names"])
     assert [r["id"] for r in SPEC["rules"]] == list(RULES)
     assert all(r["description"] for r in SPEC["rules"] + SPEC["custom_rules"])
-    assert {r["id"] for r in SPEC["custom_rules"]} == {"no-loops", "max-depth", "max-calls", "no-nested-calls"}
+    assert {r["id"] for r in SPEC["custom_rules"]} == {
+        "no-loops",
+        "max-depth",
+        "max-calls",
+        "no-nested-calls",
+    }
     assert SPEC["limits"] == Limits().to_dict()
     assert all(isinstance(getattr(ast, name), type) for name in SPEC["nodes"])
     assert {"Lambda", "ListComp", "JoinedStr"} <= set(SPEC["nodes"])
-    assert not {"Import", "FunctionDef", "While", "Try", "With", "GeneratorExp"} & set(SPEC["nodes"])
+    assert not {"Import", "FunctionDef", "While", "Try", "With", "GeneratorExp"} & set(
+        SPEC["nodes"]
+    )
     assert "**" in SPEC["operators"]["forbidden"] and "**" not in SPEC["operators"]["binary"]
-    assert "format" in SPEC["denied_attributes"]["names"] and "_" in SPEC["denied_attributes"]["prefix"]
+    assert (
+        "format" in SPEC["denied_attributes"]["names"]
+        and "_" in SPEC["denied_attributes"]["prefix"]
+    )
     assert "1-based" in SPEC["positions"] and "0-based" in SPEC["positions"]
 
 
@@ -59,12 +69,20 @@ def test_lang_imports_only_the_standard_library():
 
 def test_importing_lang_loads_nothing_else_from_lackjail():
     # -I -S: no site-packages, so an editable install's path finder does not count as an import of lang's
-    code = ("import sys; sys.path.insert(0, '.'); import lackjail.lang\n"
-            "print(sorted(m for m in sys.modules if m.startswith('lackjail')))\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
-            " - {'lackjail', '__main__'}))")
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True,
-                          cwd=LANG_DIR.parents[1], timeout=60, check=True)
+    code = (
+        "import sys; sys.path.insert(0, '.'); import lackjail.lang\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lackjail')))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
+        " - {'lackjail', '__main__'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=LANG_DIR.parents[1],
+        timeout=60,
+        check=True,
+    )
     ours, foreign = (eval(line) for line in done.stdout.splitlines())
     assert all(m == "lackjail" or m.startswith("lackjail.lang") for m in ours), ours
     assert foreign == [], foreign

@@ -31,16 +31,39 @@ REJECTED = [
     ("syntax", "x = 1\nif x\n    y = 2", 2, 4, {}),
     ("limit-parse", "x = " + "-" * 20000 + "1", None, None, {}),
     ("limit-source-bytes", "x = 'abcdefgh'", None, None, {"limits": Limits(max_source_bytes=10)}),
-    ("limit-source-bytes", "x = 'é'", None, None, {"limits": Limits(max_source_bytes=7)}),  # 7 chars, 8 bytes
+    (
+        "limit-source-bytes",
+        "x = 'é'",
+        None,
+        None,
+        {"limits": Limits(max_source_bytes=7)},
+    ),  # 7 chars, 8 bytes
     ("limit-nodes", "x = [1, 2, 3, 4, 5]", None, None, {"limits": Limits(max_nodes=5)}),
     ("limit-depth", "x = 1 + (2 + (3 + 4))", 1, 14, {"limits": Limits(max_depth=4)}),
-    ("limit-comprehension-depth", "x = [[a for a in b] for b in c]", 1, 5, {"limits": Limits(max_comprehension_depth=1)}),
-    ("limit-comprehension-depth", "x = [sorted(b, key=lambda a: a) for b in c]", 1, 19,
-     {"limits": Limits(max_comprehension_depth=1)}),
+    (
+        "limit-comprehension-depth",
+        "x = [[a for a in b] for b in c]",
+        1,
+        5,
+        {"limits": Limits(max_comprehension_depth=1)},
+    ),
+    (
+        "limit-comprehension-depth",
+        "x = [sorted(b, key=lambda a: a) for b in c]",
+        1,
+        19,
+        {"limits": Limits(max_comprehension_depth=1)},
+    ),
     ("limit-literal-len", "x = 1\ny = 'abcd'", 2, 4, {"limits": Limits(max_literal_len=3)}),
     ("limit-literal-len", "x = b'abcd'", 1, 4, {"limits": Limits(max_literal_len=3)}),
     ("limit-literal-len", "x = [1, 2, 3, 4]", 1, 4, {"limits": Limits(max_literal_len=3)}),
-    ("limit-literal-len", "x = {1: 1, 2: 2, 3: 3, 4: 4}", 1, 4, {"limits": Limits(max_literal_len=3)}),
+    (
+        "limit-literal-len",
+        "x = {1: 1, 2: 2, 3: 3, 4: 4}",
+        1,
+        4,
+        {"limits": Limits(max_literal_len=3)},
+    ),
     ("limit-int-digits", "x = 1000", 1, 4, {"limits": Limits(max_int_digits=3)}),
     ("limit-int-digits", "x = 0x" + "f" * 400, 1, 4, {}),
     ("limit-int-digits", "x = " + "9" * 5000, 1, None, {}),
@@ -135,8 +158,9 @@ REJECTED = [
 ]
 
 
-@pytest.mark.parametrize("rule, source, line, col, kw", REJECTED,
-                         ids=[f"{r[0]}-{i}" for i, r in enumerate(REJECTED)])
+@pytest.mark.parametrize(
+    "rule, source, line, col, kw", REJECTED, ids=[f"{r[0]}-{i}" for i, r in enumerate(REJECTED)]
+)
 def test_rejected_with_place(rule, source, line, col, kw):
     result = validate(source, **{"tools": TOOLS, "params": PARAMS, **kw})
     assert not result.valid and not result
@@ -144,7 +168,9 @@ def test_rejected_with_place(rule, source, line, col, kw):
 
 
 def test_every_rule_id_is_documented_and_exercised():
-    used = {case[0] for case in REJECTED} | {"internal"}  # internal: test_validator_bug_fails_closed
+    used = {case[0] for case in REJECTED} | {
+        "internal"
+    }  # internal: test_validator_bug_fails_closed
     assert used == set(RULES)
 
 
@@ -183,8 +209,12 @@ def test_accepted(source):
 
 
 def test_calls_and_variables():
-    result = validate("x = read_file(path)\nfor i in range(len(x)):\n    y = fs.stat(x)\nprint([z for z in x])\n"
-                      "w = sorted(x, key=len)\nw.append(1)", tools=TOOLS, params=PARAMS)
+    result = validate(
+        "x = read_file(path)\nfor i in range(len(x)):\n    y = fs.stat(x)\nprint([z for z in x])\n"
+        "w = sorted(x, key=len)\nw.append(1)",
+        tools=TOOLS,
+        params=PARAMS,
+    )
     assert result.valid
     assert result.calls == ["fs.stat", "len", "print", "range", "read_file", "sorted"]
     assert result.variables == ["i", "w", "x", "y"]  # comprehension variables are local
@@ -203,7 +233,10 @@ def test_tools_and_params_accept_a_comma_separated_string():
 def test_errors_are_sorted_by_place():
     result = validate("x = a.__x\ny = eval\nz = 2 ** 3", tools=TOOLS)
     assert [(e.line, e.rule) for e in result.errors] == [
-        (1, "dunder-attribute"), (2, "forbidden-name"), (3, "forbidden-operator")]
+        (1, "dunder-attribute"),
+        (2, "forbidden-name"),
+        (3, "forbidden-operator"),
+    ]
 
 
 def test_forbidden_name_is_not_also_an_unknown_call():
@@ -240,8 +273,12 @@ def test_result_and_error_shapes():
     error = result.errors[0]
     assert isinstance(error, ValidationError)
     assert error.format("p.lackpy") == "p.lackpy:1:5: 'eval' is a forbidden name in lackpy"
-    assert error.to_dict() == {"message": "'eval' is a forbidden name in lackpy", "rule": "forbidden-name",
-                               "line": 1, "col": 4}
+    assert error.to_dict() == {
+        "message": "'eval' is a forbidden name in lackpy",
+        "rule": "forbidden-name",
+        "line": 1,
+        "col": 4,
+    }
     assert result.to_dict()["valid"] is False
     nowhere = ValidationError("too big", None, None, "limit-source-bytes")
     assert nowhere.format("p") == "p: too big"
@@ -254,18 +291,26 @@ def test_custom_rule_messages_pairs_and_errors():
 
     def my_rule(tree):
         tree_rule_calls.append(type(tree))
-        return ["plain message", ("placed message", tree.body[1]), ValidationError("own", 9, 9, "own-id")]
+        return [
+            "plain message",
+            ("placed message", tree.body[1]),
+            ValidationError("own", 9, 9, "own-id"),
+        ]
 
     result = validate("x = 1\ny = 2", rules=[my_rule])
     assert tree_rule_calls == [ast.Module]
     assert [(e.rule, e.message, e.line, e.col) for e in result.errors] == [
-        ("my-rule", "plain message", None, None), ("my-rule", "placed message", 2, 0),
-        ("own-id", "own", 9, 9)]
+        ("my-rule", "plain message", None, None),
+        ("my-rule", "placed message", 2, 0),
+        ("own-id", "own", 9, 9),
+    ]
 
 
 def test_custom_rules_do_not_run_on_a_tree_over_the_caps():
     ran = []
-    validate("x = [1, 2, 3, 4, 5]", rules=[lambda tree: ran.append(1) or []], limits=Limits(max_nodes=3))
+    validate(
+        "x = [1, 2, 3, 4, 5]", rules=[lambda tree: ran.append(1) or []], limits=Limits(max_nodes=3)
+    )
     assert ran == []
 
 

@@ -16,7 +16,15 @@ from lackjail.cli.serve import serve
 from lackjail.mcp import effect_hints
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"run_program", "check_program", "kit_info", "list_kits", "docs_index", "resolve_doc", "delegate"}
+TOOLS = {
+    "run_program",
+    "check_program",
+    "kit_info",
+    "list_kits",
+    "docs_index",
+    "resolve_doc",
+    "delegate",
+}
 
 
 def env() -> dict:
@@ -28,10 +36,21 @@ def session(workspace, *args):
 
     def runner(body):
         async def main():
-            server = StdioServerParameters(command=sys.executable,
-                                           args=["-m", "lackjail.cli", "serve", "--workspace", str(workspace),
-                                                 "--workers", "1", *args],
-                                           env=env(), cwd=str(workspace))
+            server = StdioServerParameters(
+                command=sys.executable,
+                args=[
+                    "-m",
+                    "lackjail.cli",
+                    "serve",
+                    "--workspace",
+                    str(workspace),
+                    "--workers",
+                    "1",
+                    *args,
+                ],
+                env=env(),
+                cwd=str(workspace),
+            )
             with open(os.devnull, "w") as quiet:
                 async with stdio_client(server, errlog=quiet) as (read, write):
                     async with ClientSession(read, write) as client:
@@ -65,7 +84,10 @@ def test_files_kit_session(workspace, require_nsjail):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == TOOLS
         run_hints = tools["run_program"].annotations
-        assert (run_hints.read_only_hint, run_hints.destructive_hint) == (False, True)  # files kit: write grade
+        assert (run_hints.read_only_hint, run_hints.destructive_hint) == (
+            False,
+            True,
+        )  # files kit: write grade
         assert tools["check_program"].annotations.read_only_hint is True
         assert tools["resolve_doc"].annotations.read_only_hint is True
         assert tools["delegate"].annotations.destructive_hint is True
@@ -74,11 +96,17 @@ def test_files_kit_session(workspace, require_nsjail):
         ran = await client.call_tool("run_program", {"program": program})
         result = payload(ran)
         assert not ran.is_error
-        assert (result["status"], result["value"], result["output"], result["isolation"]) == \
-            ("ok", 11, "hello world\n", "nsjail")
+        assert (result["status"], result["value"], result["output"], result["isolation"]) == (
+            "ok",
+            11,
+            "hello world\n",
+            "nsjail",
+        )
         assert [t["tool"] for t in result["trace"]] == ["read_file"]
 
-        params = payload(await client.call_tool("run_program", {"program": "n * 2", "params": {"n": 21}}))
+        params = payload(
+            await client.call_tool("run_program", {"program": "n * 2", "params": {"n": 21}})
+        )
         assert params["value"] == 42
 
         failed = await client.call_tool("run_program", {"program": "x = 1 / 0"})
@@ -88,8 +116,11 @@ def test_files_kit_session(workspace, require_nsjail):
         assert rejected.is_error and payload(rejected)["errors"][0]["rule"] == "forbidden-node"
 
         # the policy says edit_file needs approval; a server has nobody to ask, so it is denied
-        edit = payload(await client.call_tool("run_program", {
-            "program": "edit_file('notes.txt', 'hello', 'bye')"}))
+        edit = payload(
+            await client.call_tool(
+                "run_program", {"program": "edit_file('notes.txt', 'hello', 'bye')"}
+            )
+        )
         assert edit["status"] == "denied" and "approv" in edit["errors"][0]["message"]
         assert (workspace / "notes.txt").read_text() == "hello world"
 
@@ -101,7 +132,9 @@ def test_files_kit_session(workspace, require_nsjail):
 
         spec = await client.read_resource("lackjail://spec")
         assert spec.contents[0].text.startswith("lackpy")
-        spec_json = json.loads((await client.read_resource("lackjail://spec.json")).contents[0].text)
+        spec_json = json.loads(
+            (await client.read_resource("lackjail://spec.json")).contents[0].text
+        )
         assert "rules" in spec_json
         served = (await client.read_resource("lackjail://kit")).contents[0].text
         assert served.startswith("kit files") and "read_file(path: str)" in served
@@ -125,7 +158,8 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
     (workspace / ".lackjail" / "kits").mkdir()
     (workspace / ".lackjail" / "kits" / "project.kit").write_text(
         "---\nname: project\ndescription: read the project\ndocs: docs/guide.md, docs/escape.md\n---\n"
-        "read_file\nfind_files\n")
+        "read_file\nfind_files\n"
+    )
     secret = workspace.parent / f"{workspace.name}-secret.kit"
     secret.write_text("SECRET-LINE\n")
     (workspace / ".lackjail" / "kits" / "leak.kit").symlink_to(secret)
@@ -136,13 +170,20 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
         assert (hints.read_only_hint, hints.destructive_hint) == (True, False)  # read grade
 
         index = payload(await client.call_tool("docs_index", {}))
-        assert index == {"kit": "project", "docs": {"docs/guide.md": "kit project", "docs/escape.md": "kit project"}}
+        assert index == {
+            "kit": "project",
+            "docs": {"docs/guide.md": "kit project", "docs/escape.md": "kit project"},
+        }
         guide = payload(await client.call_tool("resolve_doc", {"path": "./docs/guide.md"}))
         assert guide["text"] == "# how to use the project kit\n"
 
         # listed, but a symlink out of the workspace: confinement refuses it
         escape = await client.call_tool("resolve_doc", {"path": "docs/escape.md"})
-        assert escape.is_error and "outside" in escape.content[0].text and "root:" not in escape.content[0].text
+        assert (
+            escape.is_error
+            and "outside" in escape.content[0].text
+            and "root:" not in escape.content[0].text
+        )
         # in the workspace but not a doc of the kit
         other = await client.call_tool("resolve_doc", {"path": "notes.txt"})
         assert other.is_error and "hello" not in other.content[0].text
@@ -169,20 +210,30 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
     session(workspace, "--kit", "project")(body)
 
 
-@pytest.mark.parametrize("grade, read_only", [({"w": 0, "d": 0}, True), ({"w": 1, "d": 1}, True),
-                                              ({"w": 1, "d": 2}, False), ({"w": 3, "d": 3}, False)])
+@pytest.mark.parametrize(
+    "grade, read_only",
+    [
+        ({"w": 0, "d": 0}, True),
+        ({"w": 1, "d": 1}, True),
+        ({"w": 1, "d": 2}, False),
+        ({"w": 3, "d": 3}, False),
+    ],
+)
 def test_effect_hints_follow_the_grade(grade, read_only):
     hints = effect_hints(grade)
     assert (hints.read_only_hint, hints.destructive_hint) == (read_only, not read_only)
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--kit", "nope"], "no kit named 'nope'"),
-    (["--policy", "nope"], "no policy named 'nope'"),
-    (["--workers", "0"], "'--workers'"),
-    (["--workspace", "/"], "would expose the whole system"),
-    (["--workspace", "/no/such/dir"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--kit", "nope"], "no kit named 'nope'"),
+        (["--policy", "nope"], "no policy named 'nope'"),
+        (["--workers", "0"], "'--workers'"),
+        (["--workspace", "/"], "would expose the whole system"),
+        (["--workspace", "/no/such/dir"], "does not exist"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(args, says):
     result = CliRunner().invoke(serve, args)
     assert result.exit_code == 2
@@ -192,12 +243,21 @@ def test_bad_arguments_exit_2_with_one_line(args, says):
 
 def test_subprocess_exit_codes(tmp_path, require_nsjail):
     def run(*args, stdin=""):
-        return subprocess.run([sys.executable, "-m", "lackjail.cli", "serve", *args], input=stdin, text=True,
-                              capture_output=True, timeout=120, cwd=tmp_path, env={**os.environ, **env()})
+        return subprocess.run(
+            [sys.executable, "-m", "lackjail.cli", "serve", *args],
+            input=stdin,
+            text=True,
+            capture_output=True,
+            timeout=120,
+            cwd=tmp_path,
+            env={**os.environ, **env()},
+        )
 
     bad = run("--kit", "nope")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stdout == ""
     closed = run("--workers", "1")  # the client closes stdin at once: a clean stop
     assert closed.returncode == 0 and closed.stdout == ""
     helped = run("--help")
-    assert helped.returncode == 0 and "resolve_doc" in helped.stdout and "Exit codes" in helped.stdout
+    assert (
+        helped.returncode == 0 and "resolve_doc" in helped.stdout and "Exit codes" in helped.stdout
+    )

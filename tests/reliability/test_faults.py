@@ -22,7 +22,7 @@ from lackjail import protocol
 from lackjail.api import Jail
 from lackjail.policy import load_policy
 from lackjail.pool import PoolError
-from tests.reliability.procs import describe, descendants, jail_processes, wait_no_leftovers
+from tests.reliability.procs import descendants, describe, jail_processes, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 
@@ -42,7 +42,7 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
     seed = int(os.environ.get("LACKJAIL_CHAOS_SEED", random.randrange(1 << 30)))
     print(f"chaos seed {seed}")
     before = descendants()
-    workers, callers, per_caller = 3, 8, 25
+    workers, callers, per_caller, min_kills = 3, 8, 25, 5
     kills = {"zygote": 0, "child": 0}
     results: dict[tuple[int, int], list] = {}
     lock = threading.Lock()
@@ -52,11 +52,16 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
 
         def caller(c: int):
             rng = random.Random(seed + c)
-            for k in range(per_caller):
+            # at least per_caller runs each, and more (bounded) until the chaos thread has
+            # killed enough: on a fast or a loaded machine alike, the runs overlap the kills
+            k = 0
+            while k < per_caller or (sum(kills.values()) < min_kills and k < 40 * per_caller):
                 i = c * 1000 + k
                 src, want = _program(i, rng)
                 try:
-                    if c % 4 == 3:  # some callers stream: exactly one result event, and it comes last
+                    if (
+                        c % 4 == 3
+                    ):  # some callers stream: exactly one result event, and it comes last
                         events = list(jail.stream(src))
                         finals = [e for e in events if e["event"] == "result"]
                         assert len(finals) == 1 and events[-1] is finals[0], events
@@ -68,6 +73,7 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
                     got = ("raised", repr(exc), [])
                 with lock:
                     results.setdefault((c, k), []).append((got, want))
+                k += 1
 
         def chaos():
             rng = random.Random(seed)
@@ -98,7 +104,9 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
         assert not any(t.is_alive() for t in threads), "a caller never got its result"
 
         # every run answered exactly once, with a verdict; "ok" carries the caller's own value
-        assert sorted(results) == [(c, k) for c in range(callers) for k in range(per_caller)]
+        for c in range(callers):  # each caller's runs, numbered without a gap
+            ks = sorted(k for cc, k in results if cc == c)
+            assert ks == list(range(len(ks))) and len(ks) >= per_caller, (c, ks)
         statuses = {"ok": 0, "killed": 0}
         for key, answers in results.items():
             assert len(answers) == 1, (key, answers)
@@ -110,7 +118,7 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
             else:
                 assert errors and errors[0]["message"], (key, errors)
         print(f"kills {kills}, verdicts {statuses}")
-        assert kills["zygote"] + kills["child"] >= 5, kills
+        assert kills["zygote"] + kills["child"] >= min_kills, kills
         assert statuses["killed"] >= 1 and statuses["ok"] >= 1, statuses
 
         # the pool heals: its health check retires jails that died while idle, and it returns to
@@ -139,7 +147,8 @@ def test_a_jail_that_dies_while_starting_is_replaced(require_nsjail):
         killed = _kill_jails_while_starting(jail, survivors, count=1)
         assert killed == 1, "could not catch the replacement jail while it was starting"
         assert jail.pool.wait_full(15), (
-            f"the pool stayed at {len(jail.pool.pids())} of 2 jails after starts failed")
+            f"the pool stayed at {len(jail.pool.pids())} of 2 jails after starts failed"
+        )
         assert jail.pool.check() == 2
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
@@ -184,12 +193,16 @@ def test_stalled_child_ends_in_a_wall_clock_timeout(require_nsjail):
     with Jail(policy=_policy(wall_s=1.0), workers=2) as jail:
         assert jail.pool.wait_full(30)
         out = {}
-        t = threading.Thread(target=lambda: out.update(r=jail.run("x = 0\nfor i in range(10000000000):\n    x += 1")))
+        t = threading.Thread(
+            target=lambda: out.update(r=jail.run("x = 0\nfor i in range(10000000000):\n    x += 1"))
+        )
         t.start()
         victim = _wait_for_busy_child(jail)
         os.kill(victim, signal.SIGSTOP)
         t.join(20)
-        assert out["r"].status == "timeout" and "wall-clock" in out["r"].errors[0]["message"], out["r"]
+        assert out["r"].status == "timeout" and "wall-clock" in out["r"].errors[0]["message"], out[
+            "r"
+        ]
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
 
@@ -200,7 +213,9 @@ def test_stalled_jail_is_killed_after_the_grace(require_nsjail):
     with Jail(policy=_policy(wall_s=1.0), workers=2) as jail:
         assert jail.pool.wait_full(30)
         out = {}
-        t = threading.Thread(target=lambda: out.update(r=jail.run("x = 0\nfor i in range(10000000000):\n    x += 1")))
+        t = threading.Thread(
+            target=lambda: out.update(r=jail.run("x = 0\nfor i in range(10000000000):\n    x += 1"))
+        )
         t.start()
         child = _wait_for_busy_child(jail)
         zygote = next(z for _, z, kids in jail_processes(jail) if child in kids)
@@ -273,13 +288,18 @@ def test_a_jail_that_sends_garbage_fails_only_its_own_runs(require_nsjail):
 def test_full_queue_is_backpressure_and_nothing_else_breaks(require_nsjail):
     before = descendants()
     base = load_policy("default")
-    policy = base.replace(pool=base.pool.__class__(workers=1, queue=1),
-                          limits=base.limits.__class__(wall_s=10.0, cpu_s=5))
+    policy = base.replace(
+        pool=base.pool.__class__(workers=1, queue=1),
+        limits=base.limits.__class__(wall_s=10.0, cpu_s=5),
+    )
     with Jail(policy=policy, workers=1) as jail:
         assert jail.pool.wait_full(30)
         slow_done = {}
-        slow = threading.Thread(target=lambda: slow_done.update(
-            r=jail.run("x = 0\nfor i in range(20000000):\n    x += 1\nx")))
+        slow = threading.Thread(
+            target=lambda: slow_done.update(
+                r=jail.run("x = 0\nfor i in range(20000000):\n    x += 1\nx")
+            )
+        )
         slow.start()
         _wait_for_busy_child(jail)
         gate = threading.Barrier(6)
@@ -302,7 +322,9 @@ def test_full_queue_is_backpressure_and_nothing_else_breaks(require_nsjail):
         refused = {n: a for n, a in answers.items() if isinstance(a, PoolError)}
         served = {n: a for n, a in answers.items() if not isinstance(a, PoolError)}
         assert len(answers) == 6
-        assert len(served) == 1 and len(refused) == 5, answers  # 1 jail busy, 1 may wait, the rest refused
+        assert len(served) == 1 and len(refused) == 5, (
+            answers
+        )  # 1 jail busy, 1 may wait, the rest refused
         for exc in refused.values():
             assert "queue is full" in str(exc) and "retry" in str(exc), exc
         for n, r in served.items():
@@ -312,6 +334,7 @@ def test_full_queue_is_backpressure_and_nothing_else_breaks(require_nsjail):
 
 
 # -- helpers ------------------------------------------------------------------
+
 
 def _wait_for_busy_child(jail, timeout=10.0) -> int:
     """The pid of a child that is burning CPU (a run in progress)."""

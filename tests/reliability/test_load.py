@@ -13,7 +13,7 @@ import time
 import pytest
 
 from lackjail.api import Jail
-from tests.reliability.procs import describe, descendants, wait_no_leftovers
+from tests.reliability.procs import descendants, describe, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 
@@ -73,8 +73,12 @@ def test_concurrent_callers_each_get_their_own_results(require_nsjail, mode, rec
                 done += 1
         assert done == per_caller * CALLERS
         assert jail.pool.wait_full(15) and len(jail.pool.pids()) == 2
-    figures = {"runs": done, "runs/s": round(done / elapsed, 1),
-               "p50 ms": round(_pct(latencies, 0.5) * 1000, 2), "p99 ms": round(_pct(latencies, 0.99) * 1000, 2)}
+    figures = {
+        "runs": done,
+        "runs/s": round(done / elapsed, 1),
+        "p50 ms": round(_pct(latencies, 0.5) * 1000, 2),
+        "p99 ms": round(_pct(latencies, 0.99) * 1000, 2),
+    }
     print(f"\nload {mode}: {figures}")
     for key, value in figures.items():
         record_property(f"{mode} {key}", value)

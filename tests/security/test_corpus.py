@@ -44,8 +44,17 @@ CORPUS = Path(__file__).parent / "corpus"
 KIT = "read_file,find_files,write_file,edit_file"
 KIT_TOOLS = ("read_file", "find_files", "write_file", "edit_file")
 META = re.compile(rb"^# (expect|advisory|status|value|forbidden|params|note): (.*)$", re.M)
-FAMILIES = ("dunder", "format", "frames", "normalisation", "encoding", "rebinding", "tool_returns", "paths",
-            "resources")
+FAMILIES = (
+    "dunder",
+    "format",
+    "frames",
+    "normalisation",
+    "encoding",
+    "rebinding",
+    "tool_returns",
+    "paths",
+    "resources",
+)
 
 
 def load_case(path: Path) -> dict:
@@ -53,7 +62,12 @@ def load_case(path: Path) -> dict:
     meta_path = path.with_name(path.name + ".meta")
     meta_src = meta_path.read_bytes() if meta_path.exists() else data
     meta = {k.decode(): v.decode().strip() for k, v in META.findall(meta_src)}
-    return {"name": f"{path.parent.name}/{path.stem}", "family": path.parent.name, "source": data, **meta}
+    return {
+        "name": f"{path.parent.name}/{path.stem}",
+        "family": path.parent.name,
+        "source": data,
+        **meta,
+    }
 
 
 CASES = [load_case(p) for p in sorted(CORPUS.glob("*/*.lackpy"))]
@@ -63,23 +77,39 @@ CONTAINED = [c for c in CASES if c.get("expect") == "contained"]
 
 # -- the corpus itself ---------------------------------------------------------------
 
+
 def test_corpus_is_complete_and_well_formed():
     assert len(CASES) >= 100, len(CASES)
     assert {c["family"] for c in CASES} == set(FAMILIES)
     for case in CASES:
         assert case.get("expect") in ("rejected", "contained"), case["name"]
         if case["expect"] == "contained":
-            assert case.get("status"), f"{case['name']}: a contained case names the verdicts it allows"
+            assert case.get("status"), (
+                f"{case['name']}: a contained case names the verdicts it allows"
+            )
     advisories = " ".join(c.get("advisory", "") for c in CASES)
-    for advisory in ("GHSA-hpcj-3c97-43jm", "CVE-2025-5120", "CVE-2025-9959", "CVE-2026-4963",
-                     "GHSA-xjw2-6jm9-rf67", "CVE-2023-37271"):
+    for advisory in (
+        "GHSA-hpcj-3c97-43jm",
+        "CVE-2025-5120",
+        "CVE-2025-9959",
+        "CVE-2026-4963",
+        "GHSA-xjw2-6jm9-rf67",
+        "CVE-2023-37271",
+    ):
         assert advisory in advisories, f"no case reproduces {advisory}"
     sources = b"\n".join(c["source"] for c in CASES)
-    for needle in (b"find_files('*.txt')\n", b"str(x)", b"' * 1000000000", b"range(10000000000)", b"print("):
+    for needle in (
+        b"find_files('*.txt')\n",
+        b"str(x)",
+        b"' * 1000000000",
+        b"range(10000000000)",
+        b"print(",
+    ):
         assert needle in sources
 
 
 # -- the world around the jail: canaries, workspace, forbidden targets --------------
+
 
 class World:
     """Canary secrets outside the workspace, and a workspace with ways out of it."""
@@ -102,7 +132,11 @@ class World:
             path.write_text(text)
         self.workspace.mkdir()
         self.listings = {d: sorted(os.listdir(d)) for d in (self.outside, root, self.tmp_canary)}
-        self.forbidden = [self.outside / "pwned.txt", root / "pwned.txt", self.tmp_canary / "pwned.txt"]
+        self.forbidden = [
+            self.outside / "pwned.txt",
+            root / "pwned.txt",
+            self.tmp_canary / "pwned.txt",
+        ]
 
     def reset_workspace(self):
         shutil.rmtree(self.workspace, ignore_errors=True)
@@ -119,8 +153,12 @@ class World:
         (ws / "loop").symlink_to(".")
 
     def fill(self, source: bytes) -> bytes:
-        for key, value in {"@CANARY_FILE@": self.outside / "secret.txt", "@OUTSIDE@": self.outside,
-                           "@TMP_CANARY@": self.tmp_canary, "@WORKSPACE@": self.workspace}.items():
+        for key, value in {
+            "@CANARY_FILE@": self.outside / "secret.txt",
+            "@OUTSIDE@": self.outside,
+            "@TMP_CANARY@": self.tmp_canary,
+            "@WORKSPACE@": self.workspace,
+        }.items():
             source = source.replace(key.encode(), str(value).encode())
         return source
 
@@ -142,15 +180,24 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def jail(require_nsjail, world):
     base = load_policy("default")
-    limits = base.limits.__class__(wall_s=4.0, cpu_s=1, memory_mb=128, output_bytes=100_000,
-                                   value_bytes=1_000_000, tool_calls=1000)
+    limits = base.limits.__class__(
+        wall_s=4.0,
+        cpu_s=1,
+        memory_mb=128,
+        output_bytes=100_000,
+        value_bytes=1_000_000,
+        tool_calls=1000,
+    )
     world.reset_workspace()
-    with Jail(policy=base.replace(limits=limits), kit=KIT, workers=2, workspace=str(world.workspace)) as j:
+    with Jail(
+        policy=base.replace(limits=limits), kit=KIT, workers=2, workspace=str(world.workspace)
+    ) as j:
         assert j.pool.wait_full(30)
         yield j
 
 
 # -- what "contained" means, checked from outside ------------------------------------
+
 
 def _pool_processes(jail):
     """{nsjail pid: [python pids below it]} and every descendant of this test process."""
@@ -165,8 +212,11 @@ def _pool_processes(jail):
 
 def _sockets(pid: int) -> list[str]:
     try:
-        return [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")
-                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")]
+        return [
+            os.readlink(f"/proc/{pid}/fd/{fd}")
+            for fd in os.listdir(f"/proc/{pid}/fd")
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        ]
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return []
 
@@ -189,7 +239,9 @@ def assert_no_stray_processes(jail, before: set[int]):
         if not crowded and not strangers:
             break
         if time.monotonic() > deadline:
-            pytest.fail(f"processes beyond the pool: crowded jails {crowded}, strangers {strangers}")
+            pytest.fail(
+                f"processes beyond the pool: crowded jails {crowded}, strangers {strangers}"
+            )
         time.sleep(0.05)
     for kids in tree.values():
         for pid in kids:
@@ -207,11 +259,16 @@ def assert_no_leak(world, result, forbidden_rel: list[str]):
     for path in world.forbidden:
         assert not path.exists(), f"forbidden target {path} exists"
     for rel in forbidden_rel:
-        assert not os.path.lexists(world.workspace / rel), f"forbidden workspace target {rel} exists"
-    assert (world.workspace / "link_file").is_symlink() or not (world.workspace / "link_file").exists()
+        assert not os.path.lexists(world.workspace / rel), (
+            f"forbidden workspace target {rel} exists"
+        )
+    assert (world.workspace / "link_file").is_symlink() or not (
+        world.workspace / "link_file"
+    ).exists()
 
 
 # -- the suites -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", REJECTED, ids=[c["name"] for c in REJECTED])
 def test_rejected(jail, case):
@@ -231,11 +288,17 @@ def test_contained(jail, world, case):
     params = json.loads(case.get("params", "{}"))
     source = world.fill(case["source"])
     check = lang.validate(source, tools=KIT_TOOLS, params=list(params))
-    assert check.valid, f"a contained case must reach the jail: {[e.to_dict() for e in check.errors]}"
+    assert check.valid, (
+        f"a contained case must reach the jail: {[e.to_dict() for e in check.errors]}"
+    )
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     result = jail.run(source, params=params)
     assert result.isolation == "nsjail"
-    assert result.status in case["status"].split(), (result.status, result.errors, result.output[:500])
+    assert result.status in case["status"].split(), (
+        result.status,
+        result.errors,
+        result.output[:500],
+    )
     if "value" in case:
         assert result.value == json.loads(case["value"]), result
     assert_no_leak(world, result, case.get("forbidden", "").split())
