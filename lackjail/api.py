@@ -11,7 +11,6 @@ through the kit's session (which writes the trace), and builds the Result.
 from __future__ import annotations
 
 import asyncio
-import keyword
 import os
 import queue
 import threading
@@ -20,11 +19,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 
 from lackjail import lang
+from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
 from lackjail.pool import Pool
 
 EXIT_CODES = {"ok": 0, "invalid": 2}  # every other status: the program ran and failed (1)
-PARAM_TYPES = (type(None), bool, int, float, str, bytes, list, dict)
 
 
 @dataclass
@@ -64,47 +63,6 @@ def _invalid(errors, isolation="", mode="") -> Result:
     )
 
 
-def param_errors(params: dict, reserved) -> list:
-    """Parameters become top-level names: each must be an identifier the program may use.
-
-    RESERVED: the builtins and tool names a parameter must not hide. Returns [{message}].
-    """
-    errors = []
-    for name, value in params.items():
-        if (
-            not isinstance(name, str)
-            or not name.isidentifier()
-            or not name.isascii()
-            or keyword.iskeyword(name)
-        ):
-            errors.append({"message": f"parameter name {name!r} is not a valid identifier"})
-        elif name.startswith("_"):
-            errors.append({"message": f"parameter name {name!r} must not start with '_'"})
-        elif name in reserved:
-            errors.append(
-                {
-                    "message": f"parameter {name!r} would hide the builtin or tool of that name; rename it"
-                }
-            )
-        elif not _plain(value):
-            errors.append(
-                {
-                    "message": f"parameter {name!r} must be plain data (None/bool/int/float/str/bytes/list/dict)"
-                }
-            )
-    return errors
-
-
-def _plain(value, depth=0) -> bool:
-    if depth > 50 or not isinstance(value, PARAM_TYPES):
-        return False
-    if isinstance(value, list):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
-    return True
-
-
 class Jail:
     """A pool of jails under one policy and kit; a context manager."""
 
@@ -118,11 +76,13 @@ class Jail:
         approve=None,
         isolation: str | None = None,
         extra_tools=None,
+        language: str | None = None,
     ):
         self.policy: Policy = load_policy(policy)
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.approve = approve
         self.kit = _resolve_kit(kit, self.workspace, extra_tools)
+        self.checker = Checker(self.policy, self.kit, language)
         self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
 
     @property
@@ -139,15 +99,8 @@ class Jail:
         self.pool.close()
 
     def check(self, program, params=None) -> lang.ValidationResult:
-        return lang.validate(
-            program, tools=self._names(), params=list(params or ()), limits=self._lang_limits()
-        )
-
-    def _names(self):
-        return tuple(self.kit.names) if self.kit is not None else ()
-
-    def _lang_limits(self):
-        return lang.Limits(max_source_bytes=self.policy.limits.program_bytes)
+        """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
+        return self.checker.check(program, params)
 
     def run(self, program, params=None, *, dry_run: bool = False, approve=None) -> Result:
         """Validate and run PROGRAM (str or bytes); never raises for what the program does."""
@@ -186,13 +139,9 @@ class Jail:
         started = time.perf_counter()
         params = dict(params or {})
         mode = self.pool.mode
-        check = self.check(program, params)
+        check = self.checker.check(program, params)
         if not check.valid:
             return _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
-        reserved = set(lang.ALLOWED_BUILTINS) | set(self._names())
-        bad = param_errors(params, reserved)
-        if bad:
-            return _invalid(bad, self.isolation, mode)
         source = lang.decode_source(program)  # exactly the text the validator checked
         session = None
         if self.kit is not None:

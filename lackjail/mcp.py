@@ -25,7 +25,7 @@ from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
 from lackjail.kit.confine import inside, show
 from lackjail.kit.kitfile import check_kit_name
-from lackjail.lang.spec import render
+from lackjail.lang.describe import render
 from lackjail.pool import PoolError
 
 INSTRUCTIONS = """\

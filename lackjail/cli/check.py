@@ -7,7 +7,7 @@ import click
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, read_source
 from lackjail.lang import spec as language_spec
 from lackjail.lang import validate
-from lackjail.lang.spec import render
+from lackjail.lang.describe import render
 
 
 @click.command(epilog=EXIT_HELP)

@@ -60,7 +60,7 @@ def _validator(policy, kit, workspace, params):
     from lackjail.policy import PolicyError, load_policy
 
     try:
-        limits = lang.Limits(max_source_bytes=load_policy(policy).limits.program_bytes)
+        limits = lang.ProgramLimits(max_source_bytes=load_policy(policy).limits.program_bytes)
     except PolicyError as exc:
         raise _usage(exc) from None
     resolved = _kit(kit, workspace)

@@ -33,12 +33,11 @@ def _resolve(policy, kit, workspace):
 
 def _check_params(values: dict, kit) -> dict:
     """Parameters the jail would refuse, refused here once instead of once per program."""
-    from lackjail.api import param_errors
-    from lackjail.lang import ALLOWED_BUILTINS
+    from lackjail.checker import Checker
 
-    errors = param_errors(values, set(ALLOWED_BUILTINS) | set(kit.names))
+    errors = Checker(kit=kit).param_errors(values)
     if errors:
-        raise click.BadParameter(errors[0]["message"], param_hint="--param")
+        raise click.BadParameter(errors[0].message, param_hint="--param")
     return values
 
 

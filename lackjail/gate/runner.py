@@ -28,7 +28,7 @@ class Gate:
         self.params = dict(params or {})
         self.jail = jail
         self.root = os.path.abspath(root or os.getcwd())
-        self.limits = lang.Limits(max_source_bytes=policy.limits.program_bytes)
+        self.limits = lang.ProgramLimits(max_source_bytes=policy.limits.program_bytes)
 
     def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
         """The validation report, and the source when it is valid (None otherwise)."""

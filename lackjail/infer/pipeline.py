@@ -197,7 +197,7 @@ class _Run:
 
     def model(self, tier: str, provider) -> bool:
         from lackjail import lang
-        from lackjail.lang.spec import render
+        from lackjail.lang.describe import render
 
         system = prompt.system_prompt(render(lang.spec()), self.kit, self.params)
         messages = [{"role": "user", "content": prompt.request(self.gen.intent)}]

@@ -4,26 +4,29 @@ Only the standard library is used here and nothing else from lackjail: the
 jail mounts this package and validates again before it compiles anything.
 """
 
-from . import rules
-from .errors import ValidationError, ValidationResult
-from .grammar import ALLOWED_BUILTINS, FORBIDDEN_NAMES
-from .limits import Limits
+from . import custom_rules
+from .describe import spec
+from .errors import ValidationError, ValidationResult, format_error
+from .grammar import ALLOWED_BUILTINS, DEFAULT_LANGUAGE, FORBIDDEN_NAMES, LANGUAGES
+from .limits import ProgramLimits
 from .source import decode_source
-from .spec import spec
-from .validator import check, validate, validate_tree
+from .validator import check_language, validate, validate_tree
 
 SPEC = spec()
 
 __all__ = [
     "ALLOWED_BUILTINS",
+    "DEFAULT_LANGUAGE",
     "FORBIDDEN_NAMES",
-    "Limits",
+    "LANGUAGES",
+    "ProgramLimits",
     "SPEC",
     "ValidationError",
     "ValidationResult",
-    "check",
+    "check_language",
+    "custom_rules",
     "decode_source",
-    "rules",
+    "format_error",
     "spec",
     "validate",
     "validate_tree",

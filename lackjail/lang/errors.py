@@ -39,12 +39,8 @@ class ValidationError:
         )
 
     def format(self, filename: str = "<program>") -> str:
-        """`file:line:col: message`, with a 1-based column, for people and editors."""
-        if self.line is None:
-            return f"{filename}: {self.message}"
-        if self.col is None:
-            return f"{filename}:{self.line}: {self.message}"
-        return f"{filename}:{self.line}:{self.col + 1}: {self.message}"
+        """`file:line:col: message [rule]`, for people and editors (see format_error)."""
+        return format_error(self, filename)
 
     def to_dict(self) -> dict:
         """Plain data for JSON and the wire; line and col are left out when unknown."""
@@ -100,3 +96,27 @@ class ValidationResult:
             "calls": list(self.calls),
             "variables": list(self.variables),
         }
+
+
+def format_error(error, filename: str = "<program>") -> str:
+    """`file:line:col: message [rule]`: the one text form of a program error.
+
+    ERROR is a ValidationError or an error dict ({message, line?, col?, rule?}
+    as results and reports carry). The column is printed 1-based; control
+    characters are escaped, since file names and messages may come from a program.
+    """
+    if isinstance(error, ValidationError):
+        message, line, col, rule = error.message, error.line, error.col, error.rule
+    else:
+        message, line, col, rule = (error.get(k) for k in ("message", "line", "col", "rule"))
+    place = str(filename)
+    if line is not None:
+        place += f":{line}"
+        if col is not None:
+            place += f":{col + 1}"
+    text = f"{place}: {message}" + (f" [{rule}]" if rule else "")
+    return text if text.isprintable() else "".join(_printable(c) for c in text)
+
+
+def _printable(char: str) -> str:
+    return char if char.isprintable() else repr(char)[1:-1]

@@ -6,6 +6,10 @@ both read these tables, so the language is defined in exactly one place.
 
 import ast
 
+# The language levels, strictest first; `lackpy` is the default.
+LANGUAGES = ("lackpy",)
+DEFAULT_LANGUAGE = "lackpy"
+
 # Node types a program may contain. Lambda is further restricted to the value
 # of a `key=` argument; contexts and operators are listed separately below.
 ALLOWED_NODES = (
@@ -245,6 +249,8 @@ RULES = {
     "key-argument": "key= of a builtin or method call is a lambda or the name of a builtin, tool or parameter",
     "kwargs-argument": "a **mapping argument is passed only to dict() or a tool (it could carry key=)",
     "for-iter": "a for statement iterates over a call or a name",
+    "param-name": "a parameter name is an ASCII identifier, not '_'-led, forbidden, a builtin or a tool",
+    "param-value": "a parameter value is plain data (None/bool/int/float/str/bytes/list/dict)",
     "rule-error": "a custom rule ran without raising",
     "internal": "the validator itself did not fail (fails closed if it does)",
 }

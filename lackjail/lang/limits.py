@@ -10,7 +10,7 @@ DEFAULTS = {
 }
 
 
-class Limits:
+class ProgramLimits:
     """Caps on a program; exceeding one is a validation error naming the cap. Immutable.
 
     max_comprehension_depth is low on purpose: about 21 nested list
@@ -24,25 +24,31 @@ class Limits:
         unknown = set(caps) - set(DEFAULTS)
         if unknown:
             raise TypeError(
-                f"Limits has no cap {sorted(unknown)[0]!r}; caps: {', '.join(DEFAULTS)}"
+                f"ProgramLimits has no cap {sorted(unknown)[0]!r}; caps: {', '.join(DEFAULTS)}"
             )
         for name, default in DEFAULTS.items():
             value = caps.get(name, default)
             if type(value) is not int or value < 1:
-                raise ValueError(f"Limits.{name} must be a positive int, not {value!r}")
+                raise ValueError(f"ProgramLimits.{name} must be a positive int, not {value!r}")
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"Limits is immutable; make a new one with Limits({name}=...)")
+        raise AttributeError(
+            f"ProgramLimits is immutable; make a new one with ProgramLimits({name}=...)"
+        )
 
     def __eq__(self, other):
-        return self.to_dict() == other.to_dict() if isinstance(other, Limits) else NotImplemented
+        return (
+            self.to_dict() == other.to_dict()
+            if isinstance(other, ProgramLimits)
+            else NotImplemented
+        )
 
     def __hash__(self):
         return hash(tuple(self.to_dict().items()))
 
     def __repr__(self):
-        return "Limits(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
+        return "ProgramLimits(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
 
     def to_dict(self) -> dict:
         """The caps by name, for the spec and JSON output."""

@@ -19,9 +19,10 @@ from .grammar import (
     FORMAT_ATTRIBUTES,
     INTERNAL_ATTRIBUTE_PREFIXES,
     INTERNAL_ATTRIBUTES,
+    LANGUAGES,
     UNARY_OPERATORS,
 )
-from .limits import Limits
+from .limits import ProgramLimits
 from .source import SourceError, prepare
 
 FILENAME = "<lackpy>"
@@ -39,7 +40,7 @@ _WARNING_MESSAGES = (
     "invalid binary literal",
 )
 
-_DEFAULT_LIMITS = Limits()
+_DEFAULT_LIMITS = ProgramLimits()
 _BUILTINS = frozenset(ALLOWED_BUILTINS)
 _STORE = ast.Store
 _LOAD = ast.Load
@@ -107,7 +108,7 @@ class _Walker:
         "max_digits",
     )
 
-    def __init__(self, names: _Names, limits: Limits, lines):
+    def __init__(self, names: _Names, limits: ProgramLimits, lines):
         self.errors = []
         self.calls = set()
         self.variables = set()
@@ -726,12 +727,19 @@ def _parse(text: str) -> ast.Module:
         return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
 
 
+def check_language(language) -> str:
+    """LANGUAGE when it names a level, else a ValueError listing the levels."""
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language level {language!r}; levels: {', '.join(LANGUAGES)}")
+    return language
+
+
 def _failure(message, rule, line=None, col=None) -> ValidationResult:
     return ValidationResult(False, [ValidationError(message, line, col, rule)], [], [])
 
 
 def validate(
-    source, *, tools=(), params=(), rules=(), limits: Limits | None = None
+    source, *, tools=(), params=(), rules=(), limits: ProgramLimits | None = None
 ) -> ValidationResult:
     """Check SOURCE (str or bytes) against the lackpy language; never raises for any SOURCE.
 
@@ -742,7 +750,7 @@ def validate(
     return validate_tree(source, tools=tools, params=params, rules=rules, limits=limits)[0]
 
 
-def validate_tree(source, *, tools=(), params=(), rules=(), limits: Limits | None = None):
+def validate_tree(source, *, tools=(), params=(), rules=(), limits: ProgramLimits | None = None):
     """validate(), and the module AST it checked when valid (else None).
 
     The jail compiles that very tree: no second parse, and nothing but what
@@ -786,16 +794,3 @@ def validate_tree(source, *, tools=(), params=(), rules=(), limits: Limits | Non
 
 def _position(error: ValidationError):
     return (error.line or 0, error.col or 0)
-
-
-def check(program, kit=None, params=(), rules=()) -> ValidationResult:
-    """Validate PROGRAM for KIT: None, "a,b", a list of names, or an object with `.names`."""
-    if kit is None:
-        tools = ()
-    elif isinstance(kit, str):
-        tools = kit
-    elif hasattr(kit, "names"):
-        tools = kit.names() if callable(kit.names) else kit.names
-    else:
-        tools = kit
-    return validate(program, tools=tools, params=params, rules=rules)

@@ -33,8 +33,9 @@ def test_errors_print_file_line_col_and_exit_two(files):
     result = run(check, [str(good), str(bad), "--param", "path"])
     assert result.exit_code == 2
     assert result.stdout.splitlines() == [
-        f"{good}:1:5: 'read_file' is not a tool, an allowed builtin or a parameter",
-        f"{bad}:2:7: attribute '.__class__' is not allowed: attribute names must not start with '_'",
+        f"{good}:1:5: 'read_file' is not a tool, an allowed builtin or a parameter [unknown-call]",
+        f"{bad}:2:7: attribute '.__class__' is not allowed: attribute names must not start "
+        "with '_' [dunder-attribute]",
     ]
 
 
@@ -48,7 +49,7 @@ def test_stdin():
     assert run(check, ["-"], stdin="x = len([1])\nx\n").exit_code == 0
     result = run(check, ["-"], stdin="eval('1')\n")
     assert result.exit_code == 2
-    assert result.stdout == "<stdin>:1:1: 'eval' is a forbidden name in lackpy\n"
+    assert result.stdout == "<stdin>:1:1: 'eval' is a forbidden name in lackpy [forbidden-name]\n"
 
 
 def test_json(files):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lackjail.lang import Limits, decode_source, validate
+from lackjail.lang import ProgramLimits, decode_source, validate
 from lackjail.lang import validator as validator_module
 
 TOOLS = ("read_file", "fs")
@@ -270,7 +270,7 @@ def test_nul_and_undecodable_bytes():
         decode_source(b"\x00")
 
 
-BIG = Limits(max_source_bytes=10**7)
+BIG = ProgramLimits(max_source_bytes=10**7)
 
 
 def timed(source, **kw):
@@ -308,7 +308,7 @@ def test_deep_nesting_under_the_size_cap():
         assert rules_of(source) & {"limit-depth", "limit-parse"}
     blocks = "".join(" " * i + "if x:\n" for i in range(60)) + " " * 60 + "y = 1\n"
     assert validate(blocks).valid
-    assert rules_of(blocks, limits=Limits(max_depth=50)) == {"limit-depth"}
+    assert rules_of(blocks, limits=ProgramLimits(max_depth=50)) == {"limit-depth"}
 
 
 def test_huge_literals():
@@ -318,7 +318,7 @@ def test_huge_literals():
     }  # 33000 chars, 66000 bytes
     assert rules_of("x = [" + "0," * 25000 + "]") == {"limit-nodes"}
     assert rules_of(
-        "x = [" + "0," * 20000 + "]", limits=Limits(max_literal_len=10_000, max_nodes=50_000)
+        "x = [" + "0," * 20000 + "]", limits=ProgramLimits(max_literal_len=10_000, max_nodes=50_000)
     ) == {"limit-literal-len"}
     assert rules_of("x = " + "9" * 5000) == {"limit-int-digits"}
     assert rules_of("x = " + "9" * 101) == {"limit-int-digits"}

@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-from lackjail.lang import Limits, validate
+from lackjail.lang import ProgramLimits, validate
 
 
 def test_defaults():
-    limits = Limits()
+    limits = ProgramLimits()
     assert limits.max_source_bytes == 64 * 1024
     assert limits.max_int_digits == 100
     assert 1 <= limits.max_comprehension_depth <= 10  # well below the ~21 that crashes compile()
@@ -38,7 +38,7 @@ def test_edge_of_each_cap(field, at_limit, over_limit):
         "max_int_digits": 3,
         "max_comprehension_depth": 2,
     }[field]
-    limits = Limits(**{field: value})
+    limits = ProgramLimits(**{field: value})
     assert validate(at_limit, limits=limits).valid
     result = validate(over_limit, limits=limits)
     assert not result.valid
@@ -47,17 +47,17 @@ def test_edge_of_each_cap(field, at_limit, over_limit):
 
 def test_node_and_depth_caps_name_their_limit():
     nodes = validate(
-        "x = [1, 2, 3]", limits=Limits(max_nodes=6)
+        "x = [1, 2, 3]", limits=ProgramLimits(max_nodes=6)
     )  # Module Assign Name List Constant*3
     assert [e.rule for e in nodes.errors] == ["limit-nodes"] and "6" in nodes.errors[0].message
-    assert validate("x = [1, 2, 3]", limits=Limits(max_nodes=7)).valid
-    depth = validate("x = -(-(-1))", limits=Limits(max_depth=4))
+    assert validate("x = [1, 2, 3]", limits=ProgramLimits(max_nodes=7)).valid
+    depth = validate("x = -(-(-1))", limits=ProgramLimits(max_depth=4))
     assert [e.rule for e in depth.errors] == ["limit-depth"] and "4" in depth.errors[0].message
-    assert validate("x = -(-(-1))", limits=Limits(max_depth=6)).valid
+    assert validate("x = -(-(-1))", limits=ProgramLimits(max_depth=6)).valid
 
 
 def test_walk_stops_at_the_first_size_cap():
-    result = validate("x = [" + "a, " * 50 + "]", limits=Limits(max_nodes=20))
+    result = validate("x = [" + "a, " * 50 + "]", limits=ProgramLimits(max_nodes=20))
     assert [e.rule for e in result.errors] == ["limit-nodes"]
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from lackjail.lang import rules, validate
+from lackjail.lang import custom_rules as rules
+from lackjail.lang import validate
 
 
 def placed(source, rule):

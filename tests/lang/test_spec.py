@@ -6,9 +6,9 @@ import pathlib
 import subprocess
 import sys
 
-from lackjail.lang import ALLOWED_BUILTINS, FORBIDDEN_NAMES, SPEC, Limits, spec
+from lackjail.lang import ALLOWED_BUILTINS, FORBIDDEN_NAMES, SPEC, ProgramLimits, spec
+from lackjail.lang.describe import render
 from lackjail.lang.grammar import RULES
-from lackjail.lang.spec import render
 
 LANG_DIR = pathlib.Path(__file__).resolve().parents[2] / "lackjail" / "lang"
 
@@ -26,7 +26,7 @@ def test_spec_describes_the_language():
         "max-calls",
         "no-nested-calls",
     }
-    assert SPEC["limits"] == Limits().to_dict()
+    assert SPEC["limits"] == ProgramLimits().to_dict()
     assert all(isinstance(getattr(ast, name), type) for name in SPEC["nodes"])
     assert {"Lambda", "ListComp", "JoinedStr"} <= set(SPEC["nodes"])
     assert not {"Import", "FunctionDef", "While", "Try", "With", "GeneratorExp"} & set(
@@ -45,7 +45,7 @@ def test_spec_is_json_and_fresh():
     mine = spec()
     mine["builtins"].append("eval")
     assert "eval" not in spec()["builtins"] and "eval" not in SPEC["builtins"]
-    assert spec(Limits(max_depth=7))["limits"]["max_depth"] == 7
+    assert spec(ProgramLimits(max_depth=7))["limits"]["max_depth"] == 7
 
 
 def test_text_rendering_names_everything():

@@ -1,5 +1,6 @@
 """The language as machine-readable data (for prompts, docs and `lackjail spec`), built from the tables."""
 
+from .custom_rules import SHIPPED
 from .grammar import (
     ALLOWED_BUILTINS,
     ALLOWED_NODES,
@@ -15,8 +16,7 @@ from .grammar import (
     RULES,
     UNARY_OPERATORS,
 )
-from .limits import Limits
-from .rules import SHIPPED
+from .limits import ProgramLimits
 
 LANGUAGE = "lackpy"
 VERSION = 1
@@ -33,7 +33,7 @@ POSITIONS = (
 )
 
 
-def spec(limits: Limits | None = None) -> dict:
+def spec(limits: ProgramLimits | None = None) -> dict:
     """A fresh dict describing the language (with LIMITS, default caps if None)."""
     return {
         "language": LANGUAGE,
@@ -56,7 +56,7 @@ def spec(limits: Limits | None = None) -> dict:
         },
         "rules": [{"id": rule_id, "description": text} for rule_id, text in RULES.items()],
         "custom_rules": [{"id": rule_id, "description": text} for rule_id, text in SHIPPED.items()],
-        "limits": (limits or Limits()).to_dict(),
+        "limits": (limits or ProgramLimits()).to_dict(),
         "positions": POSITIONS,
     }
 
@@ -89,6 +89,6 @@ def render(data: dict) -> str:
     section(
         "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]
     )
-    section("Limits", [f"{name} = {value}" for name, value in data["limits"].items()])
+    section("ProgramLimits", [f"{name} = {value}" for name, value in data["limits"].items()])
     out.append(f"Positions: {data['positions']}")
     return "\n".join(out)

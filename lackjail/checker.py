@@ -1,0 +1,132 @@
+"""Validation as the jail will do it, in one place: `Checker(policy, kit, language)`.
+
+`Jail`, `check`, the gate, `delegate` and the MCP server all judge programs
+with a Checker, so a program one of them passes is one the jail accepts: the
+same language level, the policy's program size cap, the kit's tool names, and
+the same rules for parameter names and values.
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Mapping
+
+from lackjail import lang
+from lackjail.lang import ValidationError, ValidationResult, format_error
+from lackjail.policy import Policy, load_policy
+
+__all__ = ["Checker", "check", "format_error"]
+
+PARAM_TYPES = (type(None), bool, int, float, str, bytes, list, dict)
+MAX_PARAM_DEPTH = 50
+INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1  # what the wire carries
+
+
+class Checker:
+    """Judges programs and their parameters for one policy, kit and language level.
+
+    KIT is a resolved kit (anything with `.names`), None (no tools), a kit name
+    or spec string (resolved beneath WORKSPACE), or an iterable of tool names.
+    LANGUAGE overrides the policy's level. RULES are extra custom rules.
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str | None = "default",
+        kit=None,
+        language: str | None = None,
+        *,
+        rules=(),
+        workspace=None,
+    ):
+        self.policy = load_policy(policy)
+        self.language = lang.check_language(language or lang.DEFAULT_LANGUAGE)
+        self.tools = _tool_names(kit, workspace)
+        self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
+        self.rules = tuple(rules)
+        self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
+
+    def check(self, program, params=None) -> ValidationResult:
+        """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
+
+        PARAMS is a mapping of names to values (both are checked) or an
+        iterable of names (names only, as `check` without values does).
+        """
+        params = params or {}
+        names = list(params)
+        result = lang.validate(
+            program,
+            tools=self.tools,
+            params=[n for n in names if isinstance(n, str)],
+            rules=self.rules,
+            limits=self.limits,
+        )
+        bad = self.param_errors(params)
+        if not bad:
+            return result
+        return ValidationResult(False, bad + result.errors, result.calls, result.variables)
+
+    def param_errors(self, params) -> list[ValidationError]:
+        """Parameters become top-level names: each must be a name a program may use,
+        hide no builtin or tool, and (when values are given) be plain data."""
+        errors = []
+        values = params if isinstance(params, Mapping) else None
+        for name in params:
+            problem = self._name_problem(name)
+            if problem:
+                errors.append(ValidationError(problem, rule="param-name"))
+            elif values is not None and not _plain(values[name], 0):
+                errors.append(
+                    ValidationError(
+                        f"parameter {name!r} must be plain data "
+                        "(None/bool/int/float/str/bytes/list/dict; ints within 64 bits)",
+                        rule="param-value",
+                    )
+                )
+        return errors
+
+    def _name_problem(self, name) -> str | None:
+        if (
+            not isinstance(name, str)
+            or not name.isidentifier()
+            or not name.isascii()
+            or keyword.iskeyword(name)
+        ):
+            return f"parameter name {name!r} is not a valid identifier"
+        if name.startswith("_"):
+            return f"parameter name {name!r} must not start with '_'"
+        if name in lang.FORBIDDEN_NAMES:
+            return f"parameter name {name!r} is a forbidden name in lackpy; rename it"
+        if name in self.reserved:
+            return f"parameter {name!r} would hide the builtin or tool of that name; rename it"
+        return None
+
+
+def _plain(value, depth: int) -> bool:
+    if depth > MAX_PARAM_DEPTH or not isinstance(value, PARAM_TYPES):
+        return False
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return INT64_MIN <= value <= UINT64_MAX
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    return True
+
+
+def _tool_names(kit, workspace) -> tuple:
+    if kit is None:
+        return ()
+    if isinstance(kit, str):
+        from lackjail.kit import resolve_kit
+
+        kit = resolve_kit(kit, workspace=workspace)
+    names = kit.names if hasattr(kit, "names") else kit
+    return tuple(names() if callable(names) else names)
+
+
+def check(program, kit=None, params=None, *, policy="default", language=None) -> ValidationResult:
+    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`)."""
+    return Checker(policy, kit, language).check(program, params)

@@ -1,0 +1,109 @@
+"""The Checker: validation as the jail does it (size cap, kit names, parameters); format_error."""
+
+import pytest
+
+import lackjail
+from lackjail.checker import Checker
+from lackjail.lang import ValidationError, format_error
+from lackjail.lang import custom_rules as rules
+from lackjail.policy import Limits, Policy
+
+
+def rules_of(result):
+    return [e.rule for e in result.errors]
+
+
+def test_kit_forms_all_give_the_same_names():
+    program = "x = read_file(path)"
+
+    class Kit:
+        names = ("read_file",)
+
+    for kit in ("readonly", "read_file", ["read_file"], ("read_file",), Kit()):
+        assert Checker(kit=kit).check(program, ["path"]).valid, kit
+    assert rules_of(Checker().check(program, ["path"])) == ["unknown-call"]
+    assert lackjail.check(program, kit="readonly", params=["path"]).valid
+
+
+def test_the_policy_size_cap_applies():
+    small = Policy(limits=Limits(program_bytes=10))
+    result = Checker(small).check("x = 'abcdefghijk'")
+    assert rules_of(result) == ["limit-source-bytes"]
+    assert Checker().check("x = 'abcdefghijk'").valid
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("1x", "not a valid identifier"),
+        ("for", "not a valid identifier"),
+        ("pâth", "not a valid identifier"),
+        ("_x", "must not start with '_'"),
+        ("len", "would hide the builtin"),
+        ("read_file", "would hide the builtin or tool"),
+        ("eval", "forbidden name"),
+        (3, "not a valid identifier"),
+    ],
+)
+def test_bad_parameter_names(name, fragment):
+    result = Checker(kit="readonly").check("x = 1", {name: 1})
+    assert not result.valid
+    assert rules_of(result) == ["param-name"]
+    assert fragment in result.errors[0].message
+    # a names-only check (as `check --param NAME`) judges the name the same way
+    assert rules_of(Checker(kit="readonly").check("x = 1", [name])) == ["param-name"]
+
+
+@pytest.mark.parametrize(
+    "value", [object(), {1: "a"}, [set()], 1 << 64, -(1 << 63) - 1, [[[[1]]]] * 0 + [eval]]
+)
+def test_bad_parameter_values(value):
+    result = Checker().check("x = p", {"p": value})
+    assert rules_of(result) == ["param-value"]
+
+
+def test_deep_parameter_values_are_refused_not_crashed():
+    deep = []
+    for _ in range(200):
+        deep = [deep]
+    assert rules_of(Checker().check("x = p", {"p": deep})) == ["param-value"]
+
+
+@pytest.mark.parametrize("value", [None, True, 1 << 63, -(1 << 63), 1.5, "s", b"b", [1, {"k": []}]])
+def test_plain_parameter_values_pass(value):
+    assert Checker().check("x = p", {"p": value}).valid
+
+
+def test_parameter_and_program_errors_are_reported_together():
+    result = Checker().check("import os", {"_p": 1})
+    assert rules_of(result) == ["param-name", "forbidden-node"]
+
+
+def test_custom_rules_run():
+    checker = Checker(rules=[rules.no_loops])
+    assert rules_of(checker.check("for i in range(2):\n    print(i)")) == ["no-loops"]
+
+
+def test_unknown_language_level_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown language level 'python'; levels: lackpy"):
+        Checker(language="python")
+
+
+def test_an_unknown_kit_raises_the_kit_error():
+    from lackjail.kit import KitError
+
+    with pytest.raises(KitError, match="nokit"):
+        Checker(kit="nokit")
+
+
+def test_format_error_forms():
+    error = ValidationError("bad", 2, 4, "forbidden-name")
+    assert format_error(error, "p.lackpy") == "p.lackpy:2:5: bad [forbidden-name]"
+    assert error.format("p") == "p:2:5: bad [forbidden-name]"
+    assert format_error({"message": "m", "line": 3}, "p") == "p:3: m"
+    assert format_error({"message": "m"}, "p") == "p: m"
+    assert (
+        format_error({"message": "m", "line": 1, "col": 0, "rule": "r"}) == "<program>:1:1: m [r]"
+    )
+    # control characters from a file name or a message cannot drive a terminal
+    assert format_error({"message": "a\x1b[2Kb"}, "f\nx") == "f\\nx: a\\x1b[2Kb"
