@@ -11,6 +11,7 @@ through the kit's session (which writes the trace), and builds the Result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import threading
@@ -18,12 +19,13 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 
-from lackjail import lang
+from lackjail import fanout, lang
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
 from lackjail.pool import Pool
 
 EXIT_CODES = {"ok": 0, "invalid": 2}  # every other status: the program ran and failed (1)
+_DONE = object()  # the end of an AsyncJail.map
 
 
 @dataclass
@@ -135,6 +137,57 @@ class Jail:
 
         return infer.delegate(self, intent, params, run=run, config=config, root=root)
 
+    # -- many programs (lackjail.fanout runs them; `lackjail batch` builds on these) --
+
+    def map(self, programs, params=None, *, concurrency: int | None = None, window=None):
+        """Run many programs, keeping every jail busy; yield their Results in input order.
+
+        PROGRAMS: an iterable (read lazily) of program texts, or of
+        `(program, params)` pairs whose params override PARAMS key by key.
+        At most WINDOW programs are taken and not yet yielded. An exception
+        (the pool closed, no jail free in time) stops the map: it is raised
+        at that program's place, after every earlier Result, with a note
+        naming the program's index.
+        """
+        for done in fanout.fan_out(
+            lambda job: self.run(*_job(job, params)),
+            programs,
+            self._map_concurrency() if concurrency is None else concurrency,
+            window,
+            ordered=True,
+        ):
+            if done.error is not None:
+                where = "reading the programs" if done.index < 0 else f"program #{done.index}"
+                done.error.add_note(f"lackjail: Jail.map stopped at {where}")
+                raise done.error
+            yield done.value
+
+    def as_completed(self, jobs, *, concurrency: int | None = None, window=None):
+        """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
+
+        Every job yields exactly once: an exception while running one (the
+        pool failed, not the program) becomes a `killed` Result naming it.
+        """
+        for done in fanout.fan_out(
+            lambda job: self.run(job[1], job[2]),
+            jobs,
+            self._map_concurrency() if concurrency is None else concurrency,
+            window,
+        ):
+            if done.index < 0:
+                raise done.error
+            if isinstance(done.error, Exception):
+                yield done.job[0], _killed(f"lackjail could not run this program: {done.error}")
+            elif done.error is not None:
+                raise done.error
+            else:
+                yield done.job[0], done.value
+
+    def _map_concurrency(self) -> int:
+        # One caller more than jails per jail: while a jail runs one program,
+        # the controller prepares the next (validation, kit session).
+        return 2 * self.pool.size
+
     def _run(self, program, params, dry_run, approve, emit) -> Result:
         started = time.perf_counter()
         params = dict(params or {})
@@ -239,6 +292,22 @@ class Jail:
         return result
 
 
+def _job(job, shared) -> tuple:
+    """(program, params) of one Jail.map item: a text, or a (program, params) pair."""
+    if isinstance(job, tuple):
+        program, own = job
+        return program, {**(shared or {}), **(own or {})}
+    return job, shared
+
+
+def _killed(message: str) -> Result:
+    return Result(
+        "killed",
+        errors=[{"message": message}],
+        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
+    )
+
+
 def _resolve_kit(kit, workspace, extra_tools):
     if kit is None and not extra_tools:
         return None
@@ -290,3 +359,35 @@ class AsyncJail:
                 raise item
             yield item
         await task
+
+    async def map(self, programs, params=None, **kwargs):
+        """Async iterator over the same Results, in the same order, as Jail.map."""
+        loop = asyncio.get_running_loop()
+        results: asyncio.Queue = asyncio.Queue(maxsize=1)  # the map's window is the buffer
+        stopped = threading.Event()
+
+        def deliver(item) -> bool:
+            asyncio.run_coroutine_threadsafe(results.put(item), loop).result()
+            return not stopped.is_set()
+
+        def work():
+            try:
+                for result in self.jail.map(programs, params, **kwargs):
+                    if not deliver(result):
+                        return
+            except BaseException as exc:
+                deliver(exc)
+            deliver(_DONE)
+
+        task = loop.run_in_executor(None, work)
+        try:
+            while (item := await results.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stopped.set()
+            while not task.done():  # let a thread blocked on a full queue leave
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    results.get_nowait()
+                await asyncio.sleep(0.01)
