@@ -23,10 +23,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from lackjail import __version__, lang
 from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
-from lackjail.kit.confine import inside, show
-from lackjail.kit.kitfile import check_kit_name
+from lackjail.kit.assembly.kitfile import check_kit_name
 from lackjail.lang.describe import render
 from lackjail.pool import PoolError
+from lackjail.workspace.paths import inside, show
 
 INSTRUCTIONS = """\
 Runs lackpy programs in an nsjail jail. lackpy is a small subset of Python: no imports, defs, classes,

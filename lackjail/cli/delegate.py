@@ -168,12 +168,12 @@ def create(file, name, pattern, kit, workspace, force):
     """
     from lackjail import lang
     from lackjail.infer import TemplateError, TemplateStore
-    from lackjail.infer.templates import Pattern
+    from lackjail.infer.templates import IntentPattern
 
     raw, filename = read_source(file)
     try:
         body = raw.decode("utf-8")
-        names = Pattern.compile(pattern).names
+        names = IntentPattern.compile(pattern).names
     except UnicodeDecodeError:
         raise click.UsageError(f"{filename} is not UTF-8 text") from None
     except TemplateError as exc:

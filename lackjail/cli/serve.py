@@ -39,7 +39,7 @@ def serve(kit, policy, workspace, workers):
         ) from None
     from lackjail.cli.run import open_jail
     from lackjail.kit import KitError
-    from lackjail.kit.confine import workspace_root
+    from lackjail.workspace.paths import workspace_root
 
     try:
         root = workspace_root(workspace)

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
-from lackjail.infer import anthropic, ollama, prompt, rules
+from lackjail.infer import anthropic, ollama, prompt, ruletier
 from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
 from lackjail.infer.sanitize import sanitize
@@ -187,7 +187,7 @@ class _Run:
 
     def rules(self) -> bool:
         started = time.perf_counter()
-        found = rules.generate(self.gen.intent, self.kit)
+        found = ruletier.generate(self.gen.intent, self.kit)
         if found is None:
             return self._note("rules", "no rule matches the intent with this kit's tools")
         name, program = found

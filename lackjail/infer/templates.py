@@ -98,7 +98,7 @@ def _segment(text: str, first: bool, last: bool) -> re.Pattern | None:
 
 
 @dataclass(frozen=True)
-class Pattern:
+class IntentPattern:
     """An intent pattern: literal text with `{name}` captures, matched without backtracking.
 
     Each capture is the shortest non-blank text after which the next literal
@@ -111,7 +111,7 @@ class Pattern:
     segments: tuple  # compiled literal parts (None: blank), len(names) + 1
 
     @classmethod
-    def compile(cls, text: str) -> Pattern:
+    def compile(cls, text: str) -> IntentPattern:
         if not isinstance(text, str) or not text.strip():
             raise TemplateError('a pattern must be non-empty text, e.g. "read the file {path}"')
         parts = PLACEHOLDER.split(text)
@@ -174,7 +174,7 @@ def unquote(text: str) -> str:
 @dataclass
 class Template:
     name: str
-    pattern: Pattern
+    pattern: IntentPattern
     body: str
     success_count: int = 0
     fail_count: int = 0
@@ -255,7 +255,9 @@ def parse_template(text: str, path: Path | None = None) -> Template:
     body = "\n".join(lines[end + 1 :]).strip()
     if not body:
         raise TemplateError("the template has no program after the frontmatter")
-    template = Template(name, Pattern.compile(meta.get("pattern", "")), body, path=path, **counts)
+    template = Template(
+        name, IntentPattern.compile(meta.get("pattern", "")), body, path=path, **counts
+    )
     fill(body, {})  # the body must parse
     return template
 
@@ -298,7 +300,10 @@ class TemplateStore:
         if not body.strip():
             raise TemplateError("the program is empty")
         template = Template(
-            name, Pattern.compile(pattern), body.strip(), path=self.directory / f"{name}{SUFFIX}"
+            name,
+            IntentPattern.compile(pattern),
+            body.strip(),
+            path=self.directory / f"{name}{SUFFIX}",
         )
         fill(template.body, {})
         unused = template.unused_placeholders()

@@ -6,19 +6,19 @@ outcome = session.call("read_file", ["README.md"], {})   # hostile input, never 
 session.commit()   # or session.rollback(); session.diff() for --dry-run
 """
 
+from lackjail.errors import CommitError, KitError, LimitExceeded, ToolCallError, ToolDenied
 from lackjail.kit.approval import terminal_approver
-from lackjail.kit.docs import resolve_doc
-from lackjail.kit.docspec import parse_docstring, spec_from_function
-from lackjail.kit.errors import CommitError, KitError, LimitExceeded, ToolDenied, ToolError
-from lackjail.kit.kit import Kit
-from lackjail.kit.kitfile import format_kit, list_kits, read_kit, write_kit
-from lackjail.kit.packs import Pack, pack_from_module
-from lackjail.kit.providers import BuiltinProvider, Provider, PythonProvider, ToolContext
-from lackjail.kit.resolve import resolve_kit
-from lackjail.kit.session import CallOutcome, ToolSession
-from lackjail.kit.spec import ArgSpec, ToolSpec
-from lackjail.kit.toolbox import Toolbox, default_toolbox
-from lackjail.kit.workspace import StagingArea, Workspace
+from lackjail.kit.assembly.docs import resolve_doc
+from lackjail.kit.assembly.kit import Kit
+from lackjail.kit.assembly.kitfile import format_kit, list_kits, read_kit, write_kit
+from lackjail.kit.assembly.resolve import resolve_kit
+from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
+from lackjail.kit.calls.session import CallOutcome, ToolSession
+from lackjail.kit.tools.docspec import parse_docstring, spec_from_function
+from lackjail.kit.tools.packs import Pack, pack_from_module
+from lackjail.kit.tools.providers import BuiltinProvider, Provider, PythonProvider, ToolContext
+from lackjail.kit.tools.toolspec import ArgSpec, ToolSpec
+from lackjail.workspace.transaction import StagingArea, Workspace
 
 __all__ = [
     "ArgSpec",
@@ -34,7 +34,7 @@ __all__ = [
     "StagingArea",
     "ToolContext",
     "ToolDenied",
-    "ToolError",
+    "ToolCallError",
     "ToolSession",
     "ToolSpec",
     "Toolbox",

@@ -7,7 +7,7 @@ in size, item count and depth. `display` and `summarize` make short,
 terminal-safe renderings for traces and approval prompts.
 """
 
-from lackjail.kit.errors import ToolError
+from lackjail.errors import ToolCallError
 
 MAX_DEPTH = 32  # nesting of lists and dicts
 MAX_ITEMS = 100_000  # list elements plus dict entries, all levels together
@@ -27,7 +27,7 @@ class _Tally:
 
 
 def plain_copy(value, what: str, max_size: int):
-    """A fresh plain copy of VALUE (tuples become lists), or ToolError naming WHAT and where."""
+    """A fresh plain copy of VALUE (tuples become lists), or ToolCallError naming WHAT and where."""
     return _copy(value, what, _Tally(max_size), 0)
 
 
@@ -35,27 +35,27 @@ def _copy(value, where, tally, depth):
     kind = type(value)
     if kind is int:
         if not -MAX_INT < value < MAX_INT:
-            raise ToolError(f"{where} is an integer wider than 64 bits")
+            raise ToolCallError(f"{where} is an integer wider than 64 bits")
         tally.size += 8
     elif kind in _SCALARS:
         tally.size += len(value) if kind is str or kind is bytes else 8
     elif kind is list or kind is tuple or kind is dict:
         if depth >= MAX_DEPTH:
-            raise ToolError(f"{where} nests lists/dicts deeper than {MAX_DEPTH} levels")
+            raise ToolCallError(f"{where} nests lists/dicts deeper than {MAX_DEPTH} levels")
         tally.items += len(value)
         if tally.items > MAX_ITEMS:
-            raise ToolError(f"{where} holds more than {MAX_ITEMS} list/dict items")
+            raise ToolCallError(f"{where} holds more than {MAX_ITEMS} list/dict items")
     else:
-        raise ToolError(
+        raise ToolCallError(
             f"{where} is of type {kind.__name__}, which is not plain data ({PLAIN_TYPES})"
         )
     if tally.size > tally.max_size:
-        raise ToolError(f"{where} is larger than {tally.max_size} bytes")
+        raise ToolCallError(f"{where} is larger than {tally.max_size} bytes")
     if kind is dict:
         out = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise ToolError(
+                raise ToolCallError(
                     f"{where} has a key of type {type(key).__name__}; dict keys must be str"
                 )
             tally.size += len(key)

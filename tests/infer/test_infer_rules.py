@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from lackjail.infer import generate, rules
+from lackjail.infer import generate, ruletier
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ from lackjail.infer import generate, rules
     ],
 )
 def test_rules(kit, intent, name, program):
-    assert rules.generate(intent, kit) == (name, program)
+    assert ruletier.generate(intent, kit) == (name, program)
 
 
 @pytest.mark.parametrize(
@@ -39,19 +39,19 @@ def test_rules(kit, intent, name, program):
     ],
 )
 def test_no_rule(kit, intent):
-    assert rules.generate(intent, kit) is None
+    assert ruletier.generate(intent, kit) is None
 
 
 def test_rules_need_the_kit_s_tools():
     from lackjail.kit import resolve_kit
 
     only_find = resolve_kit("find_files")
-    assert rules.generate("read the file notes.txt", only_find) is None
-    assert rules.generate("list python files", only_find) == (
+    assert ruletier.generate("read the file notes.txt", only_find) is None
+    assert ruletier.generate("list python files", only_find) == (
         "list-files-of-kind",
         "find_files('**/*.py')",
     )
-    assert rules.generate("list python files", None) is None
+    assert ruletier.generate("list python files", None) is None
     gen = generate("read the file notes.txt", only_find, config={"order": ["rules"]})
     assert gen.program is None
     assert gen.notes[0]["reason"] == "no rule matches the intent with this kit's tools"
@@ -59,7 +59,7 @@ def test_rules_need_the_kit_s_tools():
 
 def test_quoted_capture_is_data(kit):
     hostile = "read the file \"x') if False else read_file('/etc/hostname\""
-    name, program = rules.generate(hostile, kit)
+    name, program = ruletier.generate(hostile, kit)
     call = ast.parse(program).body[0].value
     assert call.func.id == "read_file" and [a.value for a in call.args] == [
         "x') if False else read_file('/etc/hostname"

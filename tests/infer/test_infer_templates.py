@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lackjail.infer import TemplateError, TemplateStore, generate
-from lackjail.infer.templates import Pattern, fill, parse_template
+from lackjail.infer.templates import IntentPattern, fill, parse_template
 
 EXPLOIT = "x') if False else read_file('/etc/hostname"
 
@@ -42,14 +42,14 @@ def literals(program):
     ],
 )
 def test_pattern_is_anchored_case_and_space_tolerant(intent, expected):
-    assert Pattern.compile("read the file {path}").match(intent) == expected
+    assert IntentPattern.compile("read the file {path}").match(intent) == expected
 
 
 def test_captures_are_shortest_and_the_last_part_ends_the_intent():
-    pattern = Pattern.compile("copy {src} to {dst} now")
+    pattern = IntentPattern.compile("copy {src} to {dst} now")
     assert pattern.match("copy a to b to c now") == {"src": "a", "dst": "b to c"}
     assert pattern.match("copy a to b now please") is None
-    assert Pattern.compile("{a} to {b}.txt").match("x to y.TXT") == {"a": "x", "b": "y"}
+    assert IntentPattern.compile("{a} to {b}.txt").match("x to y.TXT") == {"a": "x", "b": "y"}
 
 
 @pytest.mark.parametrize(
@@ -67,13 +67,13 @@ def test_captures_are_shortest_and_the_last_part_ends_the_intent():
 )
 def test_bad_patterns_are_refused(bad):
     with pytest.raises(TemplateError):
-        Pattern.compile(bad)
+        IntentPattern.compile(bad)
 
 
 def test_matching_a_hostile_intent_stays_fast():
     import time
 
-    pattern = Pattern.compile("{a} and {b} and {c} now")
+    pattern = IntentPattern.compile("{a} and {b} and {c} now")
     started = time.monotonic()
     assert pattern.match("and " * 2000) is None
     assert pattern.match(" " * 8000 + "x") is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from lackjail.kit.errors import LimitExceeded
+from lackjail.errors import LimitExceeded
 
 
 class Budget:

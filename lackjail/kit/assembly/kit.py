@@ -8,7 +8,7 @@ controller; `jail_tools` run inside the jail.
 
 from __future__ import annotations
 
-from lackjail.kit.spec import grade_of
+from lackjail.kit.tools.toolspec import grade_of
 
 
 class Kit:
@@ -100,7 +100,7 @@ class Kit:
 
     def session(self, policy=None, workspace=None, approve=None, on_event=None, dry_run=False):
         """A ToolSession for one run: dispatch, checks, budgets, staged writes and the trace."""
-        from lackjail.kit.session import ToolSession
+        from lackjail.kit.calls.session import ToolSession
 
         return ToolSession(
             self, policy, workspace, approve=approve, on_event=on_event, dry_run=dry_run

@@ -22,8 +22,8 @@ from __future__ import annotations
 import inspect
 import re
 
-from lackjail.kit.errors import KitError
-from lackjail.kit.spec import ArgSpec, ToolSpec
+from lackjail.errors import KitError
+from lackjail.kit.tools.toolspec import ArgSpec, ToolSpec
 
 _SECTIONS = {
     "use": "use",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lackjail.infer.templates import fill, unquote
-from lackjail.kit.spec import type_accepts
+from lackjail.kit.tools.toolspec import type_accepts
 
 # Names people give file kinds, and the extension each means.
 KINDS = {

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from lackjail.kit.errors import KitError, ToolError
+from lackjail.errors import KitError, ToolCallError
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 3600.0
@@ -249,29 +249,29 @@ class ToolSpec:
     def bind(self, call_name: str, args: list, kwargs: dict) -> dict:
         """Map a call's positional and keyword arguments to names, checking arity and types.
 
-        ARGS and KWARGS are plain copies of what the program sent; raises ToolError.
+        ARGS and KWARGS are plain copies of what the program sent; raises ToolCallError.
         """
         names = [a.name for a in self.args]
         if len(args) > len(names):
-            raise ToolError(
+            raise ToolCallError(
                 f"{call_name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but {len(args)} were given"
             )
         bound = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in names:
-                raise ToolError(
+                raise ToolCallError(
                     f"{call_name}() got an unexpected keyword argument {key[:60]!r}; it takes: {', '.join(names) or 'nothing'}"
                 )
             if key in bound:
-                raise ToolError(f"{call_name}() got multiple values for argument '{key}'")
+                raise ToolCallError(f"{call_name}() got multiple values for argument '{key}'")
             bound[key] = value
         for arg in self.args:
             if arg.name not in bound:
                 if arg.required:
-                    raise ToolError(f"{call_name}() is missing required argument '{arg.name}'")
+                    raise ToolCallError(f"{call_name}() is missing required argument '{arg.name}'")
                 continue
             if not type_accepts(arg.type, bound[arg.name]):
-                raise ToolError(
+                raise ToolCallError(
                     f"{call_name}() argument '{arg.name}' must be {arg.type}, not {type(bound[arg.name]).__name__}"
                 )
         return bound

@@ -8,15 +8,15 @@ docstrings are their specs (see docspec).
 
 from __future__ import annotations
 
-from lackjail.kit.confine import show
-from lackjail.kit.errors import ToolError
+from lackjail.errors import ToolCallError
+from lackjail.workspace.paths import show
 
 
 def _text(data: bytes, path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ToolError(
+        raise ToolCallError(
             f"{show(path)} is not UTF-8 text (bad byte at offset {exc.start})"
         ) from None
 
@@ -83,10 +83,10 @@ def edit_file(ctx, path: str, old_str: str, new_str: str) -> bool:
         - Include enough context in old_str to make it unique; only the first match changes.
     """
     if not old_str:
-        raise ToolError("edit_file: old_str is empty; give the exact text to replace")
+        raise ToolCallError("edit_file: old_str is empty; give the exact text to replace")
     text = _text(ctx.workspace.read_bytes(path), path)
     if old_str not in text:
-        raise ToolError(f"edit_file: old_str was not found in {show(path)}")
+        raise ToolCallError(f"edit_file: old_str was not found in {show(path)}")
     ctx.workspace.write_bytes(path, text.replace(old_str, new_str, 1).encode("utf-8"))
     return True
 

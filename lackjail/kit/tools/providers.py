@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lackjail.kit import builtin_tools
-from lackjail.kit.errors import KitError
-from lackjail.kit.spec import MODULE_RE, ToolSpec
+from lackjail.errors import KitError
+from lackjail.kit.tools import builtin as builtin_tools
+from lackjail.kit.tools.toolspec import MODULE_RE, ToolSpec
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Provider(Protocol):
 
 
 class BuiltinProvider:
-    """The file tools implemented in lackjail.kit.builtin_tools, confined to the workspace."""
+    """The file tools implemented in lackjail.kit.tools.builtin, confined to the workspace."""
 
     name = "builtin"
 

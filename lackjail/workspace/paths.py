@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 
-from lackjail.kit.errors import KitError, ToolError
+from lackjail.errors import KitError, ToolCallError
 
 MAX_PATH_CHARS = 4096
 FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
@@ -54,26 +54,26 @@ def inside(real: str, root: str) -> bool:
 
 
 def resolve(root: str, path) -> tuple[str, str]:
-    """(real path, path relative to ROOT) for a program-supplied PATH, or ToolError."""
+    """(real path, path relative to ROOT) for a program-supplied PATH, or ToolCallError."""
     if type(path) is not str:
-        raise ToolError(f"a path must be a str, not {type(path).__name__}")
+        raise ToolCallError(f"a path must be a str, not {type(path).__name__}")
     if not path:
-        raise ToolError("the path is empty")
+        raise ToolCallError("the path is empty")
     if "\x00" in path:
-        raise ToolError(f"path {show(path)} contains a NUL byte")
+        raise ToolCallError(f"path {show(path)} contains a NUL byte")
     if len(path) > MAX_PATH_CHARS:
-        raise ToolError(f"path is longer than {MAX_PATH_CHARS} characters")
+        raise ToolCallError(f"path is longer than {MAX_PATH_CHARS} characters")
     if ".." in path.split("/"):
-        raise ToolError(f"path {show(path)} contains '..'; use a path inside the workspace")
+        raise ToolCallError(f"path {show(path)} contains '..'; use a path inside the workspace")
     real = os.path.realpath(os.path.join(root, path))
     if not inside(real, root):
         if os.path.isabs(path) and not inside(os.path.normpath(path), root):
-            raise ToolError(
+            raise ToolCallError(
                 f"path {show(path)} is outside the workspace; use a path relative to the workspace"
             )
-        raise ToolError(f"path {show(path)} leads outside the workspace through a symlink")
+        raise ToolCallError(f"path {show(path)} leads outside the workspace through a symlink")
     if real == root:
-        raise ToolError(f"path {show(path)} is the workspace directory itself, not a file")
+        raise ToolCallError(f"path {show(path)} is the workspace directory itself, not a file")
     return real, os.path.relpath(real, root)
 
 
@@ -82,14 +82,14 @@ def check_writable(rel: str, path) -> None:
     parts = rel.split("/")
     hit = next((p for p in parts if p in PROTECTED_PARTS), None)
     if hit is not None:
-        raise ToolError(f"path {show(path)} is under {hit}/, which tools may not change")
+        raise ToolCallError(f"path {show(path)} is under {hit}/, which tools may not change")
     if rel.endswith(PROTECTED_SUFFIXES):
-        raise ToolError(
+        raise ToolCallError(
             f"path {show(path)} is a .pth file, which Python runs at start-up; tools may not write it"
         )
 
 
-class FileTooLarge(ToolError):
+class FileTooLarge(ToolCallError):
     """A file over the cap a read was given; raised before reading past the cap."""
 
 
@@ -98,13 +98,13 @@ def read_regular(real: str, limit: int, path) -> bytes:
     try:
         fd = os.open(real, _OPEN_FLAGS)
     except OSError as exc:
-        raise ToolError(_os_message(exc, path)) from None
+        raise ToolCallError(_os_message(exc, path)) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{show(path)} is a directory, not a file")
+            raise ToolCallError(f"{show(path)} is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{show(path)} is not a regular file (device, FIFO or socket)")
+            raise ToolCallError(f"{show(path)} is not a regular file (device, FIFO or socket)")
         if info.st_size > limit:
             raise FileTooLarge(f"{show(path)} is {info.st_size} bytes, over the {limit}-byte cap")
         chunks, total = [], 0
@@ -122,18 +122,18 @@ def read_regular(real: str, limit: int, path) -> bytes:
 
 
 def existing_kind(real: str, path) -> str | None:
-    """ "file" or None (absent) for a write target; ToolError for anything but a regular file."""
+    """ "file" or None (absent) for a write target; ToolCallError for anything but a regular file."""
     try:
         info = os.lstat(real)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ToolError(_os_message(exc, path)) from None
+        raise ToolCallError(_os_message(exc, path)) from None
     if stat.S_ISREG(info.st_mode):
         return "file"
     if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{show(path)} is a directory, not a file")
-    raise ToolError(f"{show(path)} is not a regular file; tools only write regular files")
+        raise ToolCallError(f"{show(path)} is a directory, not a file")
+    raise ToolCallError(f"{show(path)} is not a regular file; tools only write regular files")
 
 
 def _os_message(exc: OSError, path) -> str:

@@ -12,9 +12,9 @@ import importlib
 import inspect
 from dataclasses import dataclass, field
 
-from lackjail.kit.docspec import spec_from_function
-from lackjail.kit.errors import KitError
-from lackjail.kit.spec import ToolSpec, check_identifier
+from lackjail.errors import KitError
+from lackjail.kit.tools.docspec import spec_from_function
+from lackjail.kit.tools.toolspec import ToolSpec, check_identifier
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from lackjail.kit.budget import Budget
-from lackjail.kit.errors import ToolDenied, ToolError
+from lackjail.errors import ToolCallError, ToolDenied
+from lackjail.kit.calls.budget import Budget
 from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
-from lackjail.kit.providers import ToolContext
-from lackjail.kit.workspace import Workspace
+from lackjail.kit.tools.providers import ToolContext
 from lackjail.policy import load_policy
+from lackjail.workspace.transaction import Workspace
 
 MAX_ERROR_CHARS = 2000
 
@@ -70,7 +70,7 @@ class ToolSession:
             }
             try:
                 outcome = self._dispatch(name, args, kwargs, entry)
-            except ToolError as exc:
+            except ToolCallError as exc:
                 outcome = CallOutcome(False, None, _message(exc), exc.verdict)
             except (
                 Exception
@@ -98,17 +98,19 @@ class ToolSession:
         self.budget.charge_call()  # every call counts, unknown names too: a loop of bad calls still ends
         if not self._known(name):
             if type(name) is str and name in self.kit.jail_tools:
-                raise ToolError(
+                raise ToolCallError(
                     f"{name} runs inside the jail; it is not answered by the controller"
                 )
             known = ", ".join(sorted(self._host)) or "none"
-            raise ToolError(f"no tool named {display(name, 60)} in this kit; host tools: {known}")
+            raise ToolCallError(
+                f"no tool named {display(name, 60)} in this kit; host tools: {known}"
+            )
         if type(args) not in (list, tuple):
-            raise ToolError(f"{name}: arguments must be a list, not {type(args).__name__}")
+            raise ToolCallError(f"{name}: arguments must be a list, not {type(args).__name__}")
         if kwargs is None:
             kwargs = {}
         if type(kwargs) is not dict:
-            raise ToolError(
+            raise ToolCallError(
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
         args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
@@ -190,13 +192,13 @@ class ToolSession:
             )
             view.close()
             ctx.cancelled.set()
-            raise ToolError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
+            raise ToolCallError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
         view.close()
         if "error" in box:
             exc = box["error"]
-            if isinstance(exc, ToolError):
+            if isinstance(exc, ToolCallError):
                 raise exc
-            raise ToolError(f"{name} failed: {_describe(exc)}")
+            raise ToolCallError(f"{name} failed: {_describe(exc)}")
         value = plain_copy(box["value"], f"the result of {name}", RESULT_MAX_SIZE)
         self.workspace.merge(view)
         return CallOutcome(True, value)

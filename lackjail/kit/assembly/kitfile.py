@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lackjail.atomicfile import write_text_atomic
-from lackjail.kit.confine import read_regular, show
-from lackjail.kit.errors import KitError, ToolError
-from lackjail.kit.spec import TOOL_NAME_RE
+from lackjail.errors import KitError, ToolCallError
+from lackjail.kit.tools.toolspec import TOOL_NAME_RE
+from lackjail.workspace.paths import read_regular, show
 
 KITS_DIR = os.path.join(".lackjail", "kits")
-BUNDLED_DIR = Path(__file__).resolve().parent / "kits"
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "kits"
 KIT_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MAX_KIT_BYTES = 64 << 10
 FRONTMATTER_KEYS = ("name", "description", "docs")
@@ -118,7 +118,7 @@ def read_kit(path) -> KitFile:
     try:
         data = read_regular(os.path.realpath(path), MAX_KIT_BYTES, str(path))
         text = data.decode("utf-8")
-    except ToolError as exc:
+    except ToolCallError as exc:
         raise KitError(f"cannot read kit file {path}: {exc}") from None
     except UnicodeDecodeError:
         raise KitError(f"kit file {path} is not UTF-8 text") from None

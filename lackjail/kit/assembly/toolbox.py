@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import difflib
 
-from lackjail.kit import builtin_tools
-from lackjail.kit.docspec import spec_from_function
-from lackjail.kit.errors import KitError
-from lackjail.kit.packs import Pack
-from lackjail.kit.providers import BuiltinProvider, PythonProvider
-from lackjail.kit.spec import ToolSpec
+from lackjail.errors import KitError
+from lackjail.kit.tools import builtin as builtin_tools
+from lackjail.kit.tools.docspec import spec_from_function
+from lackjail.kit.tools.packs import Pack
+from lackjail.kit.tools.providers import BuiltinProvider, PythonProvider
+from lackjail.kit.tools.toolspec import ToolSpec
 
 PURE_MODULE = "lackjail.worker.puretools"
 PURE_TOOLS = ("slugify", "word_count")

@@ -18,7 +18,9 @@ import tempfile
 import threading
 import weakref
 
-from lackjail.kit.confine import (
+from lackjail.errors import CommitError, LimitExceeded, ToolCallError, ToolDenied
+from lackjail.workspace.pathglob import PathGlob
+from lackjail.workspace.paths import (
     FileTooLarge,
     check_writable,
     existing_kind,
@@ -28,8 +30,6 @@ from lackjail.kit.confine import (
     show,
     workspace_root,
 )
-from lackjail.kit.errors import CommitError, LimitExceeded, ToolDenied, ToolError
-from lackjail.kit.pattern import Pattern
 
 MAX_FILE_BYTES = 16 << 20  # one file read or written by a tool
 MAX_MATCHES = 10_000  # paths find_files returns
@@ -110,7 +110,7 @@ class Workspace:
                 for rel, data in view.pending.items():
                     new[rel] = self.staging.write(data)
                     if self.staging.read(new[rel]) != data:
-                        raise ToolError(
+                        raise ToolCallError(
                             f"write verification failed for {show(rel)}: the staged copy read back "
                             "differs from what was written; nothing was written"
                         )
@@ -119,7 +119,7 @@ class Workspace:
                 for key in new.values():
                     self.staging.discard(key)
                 if isinstance(exc, OSError):
-                    raise ToolError(f"cannot stage the write: {exc.strerror or exc}") from None
+                    raise ToolCallError(f"cannot stage the write: {exc.strerror or exc}") from None
                 raise
             for rel, key in new.items():
                 old = self._staged.get(rel)
@@ -143,7 +143,7 @@ class Workspace:
                         .splitlines(keepends=True)
                     )
                     source = f"a/{rel}"
-                except ToolError as exc:
+                except ToolCallError as exc:
                     out.append(f"# {exc}\n")
             for line in difflib.unified_diff(old, new, source, f"b/{rel}"):
                 out.append(
@@ -181,7 +181,7 @@ class Workspace:
                         os.fsync(fh.fileno())
                     if read_regular(tmp, len(data), rel) != data:
                         raise CommitError(f"{show(rel)} read back differs from what was written")
-            except (OSError, ToolError, CommitError) as exc:
+            except (OSError, ToolCallError, CommitError) as exc:
                 _undo(prepared, made)
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise CommitError(f"commit failed, nothing was written: {reason}") from None
@@ -281,7 +281,7 @@ class WorkspaceView:
 
     def _check_open(self):
         if self.closed:
-            raise ToolError("this tool call was cancelled after its timeout")
+            raise ToolCallError("this tool call was cancelled after its timeout")
 
     def read_bytes(self, path) -> bytes:
         """The current bytes of PATH: this call's pending write, else the run's staged one, else the file."""
@@ -303,7 +303,7 @@ class WorkspaceView:
                     f"reading {show(path)} would pass the run's read budget of "
                     f"{self.budget.max_read} bytes (policy limits.read_bytes)"
                 ) from None
-            raise ToolError(
+            raise ToolCallError(
                 f"{show(path)} is larger than {MAX_FILE_BYTES} bytes, the cap for one file"
             ) from None
         self._check_open()
@@ -318,7 +318,7 @@ class WorkspaceView:
         real, rel = resolve(self.root, path)
         check_writable(rel, path)
         if len(data) > MAX_FILE_BYTES:
-            raise ToolError(
+            raise ToolCallError(
                 f"content for {show(path)} is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap for one file"
             )
         if rel not in self.pending and self.workspace.staged_bytes(rel) is None:
@@ -330,7 +330,7 @@ class WorkspaceView:
     def find(self, pattern_text) -> list[str]:
         """Workspace-relative paths of the files (staged ones included) that match a glob pattern."""
         self._check_open()
-        pattern = Pattern(pattern_text)
+        pattern = PathGlob(pattern_text)
         found, seen = set(), 0
         stack = [("", self.root, pattern.start)]
         while stack:
@@ -342,7 +342,7 @@ class WorkspaceView:
             for entry in entries:
                 seen += 1
                 if seen > MAX_WALK_ENTRIES:
-                    raise ToolError(
+                    raise ToolCallError(
                         f"find_files looked at {MAX_WALK_ENTRIES} entries without finishing; narrow the pattern"
                     )
                 if seen % 1024 == 0:
@@ -359,7 +359,7 @@ class WorkspaceView:
             rel for rel in [*self.workspace.staged_paths(), *self.pending] if pattern.matches(rel)
         )
         if len(found) > MAX_MATCHES:
-            raise ToolError(
+            raise ToolCallError(
                 f"pattern {show(pattern_text)} matches more than {MAX_MATCHES} files; narrow it"
             )
         return sorted(found)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import builtins
 import os
 
-from lackjail.kit.errors import KitError
-from lackjail.kit.kit import Kit
-from lackjail.kit.kitfile import KIT_NAME_RE, find_kit, list_kits, read_kit
-from lackjail.kit.packs import Pack
-from lackjail.kit.spec import ToolSpec, check_identifier
-from lackjail.kit.toolbox import Toolbox, default_toolbox
+from lackjail.errors import KitError
+from lackjail.kit.assembly.kit import Kit
+from lackjail.kit.assembly.kitfile import KIT_NAME_RE, find_kit, list_kits, read_kit
+from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
+from lackjail.kit.tools.packs import Pack
+from lackjail.kit.tools.toolspec import ToolSpec, check_identifier
 
 NESTED_KEYS = ("tool", "description", "approval", "timeout_s")
 FORMS = "None, 'none', a kit name, 'a,b', a list of tool names, a dict of alias -> tool, or a Kit"

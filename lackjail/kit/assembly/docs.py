@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lackjail.kit.confine import read_regular, resolve, show, workspace_root
-from lackjail.kit.errors import KitError, ToolError
+from lackjail.errors import KitError, ToolCallError
+from lackjail.workspace.paths import read_regular, resolve, show, workspace_root
 
 MAX_DOC_BYTES = 1 << 20
 
@@ -14,7 +14,7 @@ def resolve_doc(path: str, workspace=None) -> str:
     try:
         real, _ = resolve(root, path)
         data = read_regular(real, MAX_DOC_BYTES, path)
-    except ToolError as exc:
+    except ToolCallError as exc:
         raise KitError(f"cannot read doc {show(path)}: {exc}") from None
     try:
         return data.decode("utf-8")

@@ -10,33 +10,33 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from lackjail.kit.confine import show
-from lackjail.kit.errors import ToolError
+from lackjail.errors import ToolCallError
+from lackjail.workspace.paths import show
 
 MAX_PATTERN_CHARS = 1024
 
 
-class Pattern:
+class PathGlob:
     """A checked pattern; `step` advances a set of match states over one path segment."""
 
     def __init__(self, text):
         if type(text) is not str:
-            raise ToolError(f"a pattern must be a str, not {type(text).__name__}")
+            raise ToolCallError(f"a pattern must be a str, not {type(text).__name__}")
         if not text or len(text) > MAX_PATTERN_CHARS:
-            raise ToolError(f"a pattern must have 1 to {MAX_PATTERN_CHARS} characters")
+            raise ToolCallError(f"a pattern must have 1 to {MAX_PATTERN_CHARS} characters")
         if "\x00" in text:
-            raise ToolError(f"pattern {show(text)} contains a NUL byte")
+            raise ToolCallError(f"pattern {show(text)} contains a NUL byte")
         if text.startswith("/"):
-            raise ToolError(
+            raise ToolCallError(
                 f"pattern {show(text)} is absolute; patterns are relative to the workspace"
             )
         segments = [s for s in text.split("/") if s not in ("", ".")]
         if ".." in segments:
-            raise ToolError(
+            raise ToolCallError(
                 f"pattern {show(text)} contains '..'; patterns cannot leave the workspace"
             )
         if not segments:
-            raise ToolError(f"pattern {show(text)} names no files")
+            raise ToolCallError(f"pattern {show(text)} names no files")
         self.text = text
         self.segments = segments
         self.start = self._closure({0})

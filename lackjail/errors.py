@@ -1,0 +1,35 @@
+"""The host side's errors, split by who must act on them.
+
+KitError: the caller's kit, spec, kit file or workspace is wrong (bad input, exit 2).
+ToolCallError and its kinds: one tool call failed; raised by tools and the
+workspace, turned into a call outcome by the session. The message is safe to
+hand back to the program, and `verdict` tells the run loop whether the run
+must end as `denied` or `limit`. (`ToolError` is the name of the exception a
+program sees in the jail; these stay on the host.)
+"""
+
+
+class KitError(ValueError):
+    """A kit, tool spec, kit file or workspace that cannot be used; the message names the key and the fix."""
+
+
+class ToolCallError(Exception):
+    """One tool call failed; the run goes on unless `verdict` says otherwise."""
+
+    verdict: str | None = None
+
+
+class ToolDenied(ToolCallError):
+    """The policy or the approver refused the call: the run ends as `denied`."""
+
+    verdict = "denied"
+
+
+class LimitExceeded(ToolCallError):
+    """A per-run budget (tool calls, bytes read or written) is spent: the run ends as `limit`."""
+
+    verdict = "limit"
+
+
+class CommitError(Exception):
+    """Staged writes could not be applied; the workspace is as it was before the commit."""

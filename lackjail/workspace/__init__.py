@@ -1,0 +1,12 @@
+"""Host access to a (hostile) workspace: path checks, confined reads, staged writes, commits.
+
+ws = Workspace("/path/to/project")      # one per run
+view = ws.view(budget, writable=True)   # one per tool call
+view.read_bytes("README.md"); view.write_bytes("out.txt", b"...")
+ws.merge(view); ws.commit()             # or ws.rollback(); ws.diff() for --dry-run
+"""
+
+from lackjail.workspace.paths import show, workspace_root
+from lackjail.workspace.transaction import StagingArea, Workspace, WorkspaceView
+
+__all__ = ["StagingArea", "Workspace", "WorkspaceView", "show", "workspace_root"]
