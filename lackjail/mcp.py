@@ -118,7 +118,7 @@ def build_server(jail) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        """Validate a lackpy program without running it: valid, errors (rule, line, 0-based col), calls."""
+        """Validate a lackpy program without running it: valid, errors (rule, line, 1-based col), calls."""
         return _reply(jail.check(program, params).to_dict())
 
     @server.tool(annotations=READ_ONLY)

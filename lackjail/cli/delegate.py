@@ -26,7 +26,7 @@ def _print_generation(gen) -> None:
     if gen.attempts:
         last = gen.attempts[-1]
         for err in last["errors"]:
-            where = f"{err['line']}:{err.get('col', 0) + 1}: " if err.get("line") else ""
+            where = f"{err['line']}:{err.get('col', 1)}: " if err.get("line") else ""
             click.echo(f"  last attempt ({last['tier']}): {where}{err['message']}", err=True)
 
 
@@ -38,7 +38,7 @@ def _print_result(result) -> None:
             click.echo(json.dumps(jsonable(result.value), ensure_ascii=False))
         return
     for err in result.errors:
-        where = f"{err['line']}:{(err.get('col') or 0) + 1}: " if err.get("line") else ""
+        where = f"{err['line']}:{err.get('col') or 1}: " if err.get("line") else ""
         click.echo(f"<delegated>:{where}{result.status}: {err['message']}", err=True)
 
 

@@ -51,7 +51,7 @@ def _print_human(result, filename):
         return
     for err in result.errors:
         where = (
-            f"{filename}:{err['line']}:{(err.get('col') or 0) + 1}: "
+            f"{filename}:{err['line']}:{err.get('col') or 1}: "
             if err.get("line")
             else f"{filename}: "
         )

@@ -24,7 +24,7 @@ def _failure_text(program) -> str:
     lines = []
     for error in program.errors:
         where = (
-            f"{error['line']}:{error['col'] + 1}"
+            f"{error['line']}:{error['col']}"
             if error.get("col") is not None and error.get("line")
             else str(error.get("line") or "")
         )

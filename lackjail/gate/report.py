@@ -1,8 +1,7 @@
 """What a gate found, per program and overall, and its text and JSON renderings.
 
-Columns in `errors` stay as the validator gives them (0-based, like
-`lackjail run --json`); the text report prints them 1-based like compilers,
-and SARIF converts them to its 1-based columns.
+Columns in `errors` are 1-based everywhere (validator, `lackjail run --json`,
+the text report and SARIF alike).
 """
 
 from __future__ import annotations
@@ -117,7 +116,7 @@ def _place(name: str, error: dict) -> str:
         return name
     if error.get("col") is None:
         return f"{name}:{error['line']}"
-    return f"{name}:{error['line']}:{error['col'] + 1}"
+    return f"{name}:{error['line']}:{error['col']}"
 
 
 def _verdict(program: ProgramReport) -> str:

@@ -73,7 +73,7 @@ def _location(name: str, error: dict) -> dict:
     )
     region = {"startLine": error.get("line") or 1}
     if error.get("line") and error.get("col") is not None:
-        region["startColumn"] = error["col"] + 1
+        region["startColumn"] = error["col"]
     return {"physicalLocation": {"artifactLocation": artifact, "region": region}}
 
 

@@ -44,7 +44,7 @@ def feedback(errors: list) -> str:
         if err.get("line") is not None:
             where = (
                 f"line {err['line']}"
-                + (f", column {err['col'] + 1}" if err.get("col") is not None else "")
+                + (f", column {err['col']}" if err.get("col") is not None else "")
                 + ": "
             )
         lines.append(f"- {where}{err['message']}")

@@ -28,8 +28,8 @@ SUMMARY = (
 )
 
 POSITIONS = (
-    "line is 1-based; col is a 0-based character offset in data (JSON, ValidationError.col); "
-    "text output prints file:line:col with a 1-based column."
+    "line and col are 1-based and col counts characters, in text (file:line:col), "
+    "JSON, SARIF and the library alike."
 )
 
 

@@ -8,8 +8,8 @@ and dataclasses pulls in inspect (a fifth of the zygote's start-up).
 class ValidationError:
     """One reason a program is rejected; immutable.
 
-    `line` is 1-based and `col` is a 0-based character offset (both None when
-    the error has no place); `format()` prints the column 1-based, like compilers.
+    `line` and `col` are 1-based, `col` counting characters (as editors and
+    SARIF do); both are None when the error has no place.
     """
 
     __slots__ = ("message", "line", "col", "rule")
@@ -102,7 +102,7 @@ def format_error(error, filename: str = "<program>") -> str:
     """`file:line:col: message [rule]`: the one text form of a program error.
 
     ERROR is a ValidationError or an error dict ({message, line?, col?, rule?}
-    as results and reports carry). The column is printed 1-based; control
+    as results and reports carry; columns are 1-based everywhere). Control
     characters are escaped, since file names and messages may come from a program.
     """
     if isinstance(error, ValidationError):
@@ -113,7 +113,7 @@ def format_error(error, filename: str = "<program>") -> str:
     if line is not None:
         place += f":{line}"
         if col is not None:
-            place += f":{col + 1}"
+            place += f":{col}"
     text = f"{place}: {message}" + (f" [{rule}]" if rule else "")
     return text if text.isprintable() else "".join(_printable(c) for c in text)
 

@@ -19,9 +19,9 @@ class SourceError(Exception):
 
 
 def _place(text: str, index: int) -> tuple[int, int]:
-    """1-based line and 0-based column of character INDEX in TEXT."""
+    """1-based line and column of character INDEX in TEXT."""
     line_start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - line_start
+    return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
 def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:

@@ -140,10 +140,13 @@ class _Walker:
             return False
 
     def error(self, rule, message, line=None, col=None):
-        """Record an error; COL is the parser's UTF-8 byte offset, stored as characters."""
-        lines = self.lines
-        if lines is not None and col is not None and line is not None and 0 < line <= len(lines):
-            col = len(lines[line - 1][:col].decode("utf-8", "replace"))
+        """Record an error; COL is the parser's 0-based UTF-8 byte offset, stored as a
+        1-based character column."""
+        if col is not None:
+            lines = self.lines
+            if lines is not None and line is not None and 0 < line <= len(lines):
+                col = len(lines[line - 1][:col].decode("utf-8", "replace"))
+            col += 1
         self.errors.append(ValidationError(message, line, col, rule))
 
     def over_limit(self, node, depth):
@@ -702,11 +705,9 @@ def _apply_rules(rules, tree, walker: _Walker):
 
 
 def _place(exc: SyntaxError):
-    """Line and 0-based column of a SyntaxError (its offset counts characters from 1)."""
+    """Line and 1-based column of a SyntaxError (its offset counts characters from 1)."""
     line, offset = exc.lineno, exc.offset
-    return line, (
-        offset - 1 if line is not None and isinstance(offset, int) and offset > 0 else None
-    )
+    return line, (offset if line is not None and isinstance(offset, int) and offset > 0 else None)
 
 
 def _parse(text: str) -> ast.Module:

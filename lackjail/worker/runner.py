@@ -213,8 +213,9 @@ def _jail_tool(module, function):
     return getattr(mod, function)
 
 
-def _error_location(exc):
-    """(line, col) of the innermost frame of the program in EXC's traceback."""
+def _error_location(exc, source):
+    """(line, col) of the innermost frame of the program in EXC's traceback; col is
+    1-based and counts characters of SOURCE (the parser's offsets count UTF-8 bytes)."""
     line = col = None
     tb = exc.__traceback__
     while tb is not None:
@@ -226,6 +227,11 @@ def _error_location(exc):
                     col = pos[2]
                     break
         tb = tb.tb_next
+    if col is not None:
+        lines = lang.decode_source(source).encode("utf-8").splitlines()  # \n, \r, \r\n only
+        if 0 < line <= len(lines):
+            col = len(lines[line - 1][:col].decode("utf-8", "replace"))
+        col += 1
     return line, col
 
 
@@ -280,11 +286,11 @@ def run_one(channel, msg, limits):
         status, value = "memory", None
         errors = [{"message": f"memory limit of {limits['memory_mb']} MB exceeded"}]
     except ToolError as exc:
-        line, col = _error_location(exc)
+        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
         errors = [{"message": str(exc)[:MAX_MESSAGE], "line": line, "col": col}]
     except Exception as exc:
-        line, col = _error_location(exc)
+        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
         errors = [
             {"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}

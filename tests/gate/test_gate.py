@@ -52,7 +52,7 @@ def test_every_program_gets_its_verdict(ran):
     assert by_name["fail/divide.lackpy"].errors[0] | {"message": ""} == {
         "message": "",
         "line": 2,
-        "col": 4,
+        "col": 5,
         "rule": "verdict/error",
     }
     assert by_name["fail/slow.lackpy"].errors[0]["rule"] == "verdict/timeout"

@@ -29,8 +29,13 @@ def test_runtime_error_has_line_and_col(jail):
     r = jail.run("x = 1\ny = x / 0")
     assert r.status == "error"
     assert r.errors[0]["line"] == 2
-    assert r.errors[0]["col"] == 4
+    assert r.errors[0]["col"] == 5
     assert "ZeroDivisionError" in r.errors[0]["message"]
+
+
+def test_runtime_error_col_counts_characters_from_one(jail):
+    r = jail.run("x = 1\ny = ['\u00e9\u00e9', x / 0]")  # 'éé' is 4 bytes, 2 characters
+    assert (r.errors[0]["line"], r.errors[0]["col"]) == (2, 12)
 
 
 def test_invalid_program_never_reaches_the_jail(jail):

@@ -98,12 +98,12 @@ def test_an_unknown_kit_raises_the_kit_error():
 
 def test_format_error_forms():
     error = ValidationError("bad", 2, 4, "forbidden-name")
-    assert format_error(error, "p.lackpy") == "p.lackpy:2:5: bad [forbidden-name]"
-    assert error.format("p") == "p:2:5: bad [forbidden-name]"
+    assert format_error(error, "p.lackpy") == "p.lackpy:2:4: bad [forbidden-name]"
+    assert error.format("p") == "p:2:4: bad [forbidden-name]"
     assert format_error({"message": "m", "line": 3}, "p") == "p:3: m"
     assert format_error({"message": "m"}, "p") == "p: m"
     assert (
-        format_error({"message": "m", "line": 1, "col": 0, "rule": "r"}) == "<program>:1:1: m [r]"
+        format_error({"message": "m", "line": 1, "col": 1, "rule": "r"}) == "<program>:1:1: m [r]"
     )
     # control characters from a file name or a message cannot drive a terminal
     assert format_error({"message": "a\x1b[2Kb"}, "f\nx") == "f\\nx: a\\x1b[2Kb"

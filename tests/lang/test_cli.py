@@ -66,7 +66,7 @@ def test_json(files):
             "must not start with '_'",
             "rule": "dunder-attribute",
             "line": 2,
-            "col": 6,
+            "col": 7,
         }
     ]
 

@@ -11,22 +11,22 @@ def placed(source, rule):
 
 
 def test_no_loops():
-    assert placed("x = 1\nfor i in range(2):\n    x += i", rules.no_loops) == [("no-loops", 2, 0)]
+    assert placed("x = 1\nfor i in range(2):\n    x += i", rules.no_loops) == [("no-loops", 2, 1)]
     assert placed("x = [i for i in range(2)]", rules.no_loops) == []
 
 
 def test_max_depth_counts_if_and_for_blocks():
     nested = "for a in b:\n    if a:\n        for c in a:\n            x = c"
-    assert placed(nested, rules.max_depth(2)) == [("max-depth", 3, 8)]
+    assert placed(nested, rules.max_depth(2)) == [("max-depth", 3, 9)]
     assert placed(nested, rules.max_depth(3)) == []
     assert placed("if a:\n    x = 1\nelif b:\n    x = 2", rules.max_depth(1)) == [
-        ("max-depth", 3, 0)
+        ("max-depth", 3, 1)
     ]
 
 
 def test_max_calls():
     assert placed("x = len('a')\ny = len('b')\nprint(x, y)", rules.max_calls(2)) == [
-        ("max-calls", 3, 0)
+        ("max-calls", 3, 1)
     ]
     assert placed("x = len('a')\ny = len('b')", rules.max_calls(2)) == []
     message = validate("print(len('a'))", rules=[rules.max_calls(1)]).errors[0].message
@@ -34,8 +34,8 @@ def test_max_calls():
 
 
 def test_no_nested_calls():
-    assert placed("print(len('a'))", rules.no_nested_calls) == [("no-nested-calls", 1, 6)]
-    assert placed("print(x, sep=str(1))", rules.no_nested_calls) == [("no-nested-calls", 1, 13)]
+    assert placed("print(len('a'))", rules.no_nested_calls) == [("no-nested-calls", 1, 7)]
+    assert placed("print(x, sep=str(1))", rules.no_nested_calls) == [("no-nested-calls", 1, 14)]
     assert placed("n = len('a')\nprint(n)", rules.no_nested_calls) == []
 
 

@@ -37,7 +37,7 @@ def test_spec_describes_the_language():
         "format" in SPEC["denied_attributes"]["names"]
         and "_" in SPEC["denied_attributes"]["prefix"]
     )
-    assert "1-based" in SPEC["positions"] and "0-based" in SPEC["positions"]
+    assert "1-based" in SPEC["positions"] and "0-based" not in SPEC["positions"]
 
 
 def test_spec_is_json_and_fresh():

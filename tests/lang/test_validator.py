@@ -1,4 +1,4 @@
-"""Every rule, rejecting (with the reported line and 0-based column) and accepting."""
+"""Every rule, rejecting (with the reported line and 1-based column) and accepting."""
 
 import ast
 import warnings
@@ -23,12 +23,12 @@ def found(source, **kw):
 REJECTED = [
     ("input-type", None, None, None, {}),
     ("input-type", 42, None, None, {}),
-    ("encoding", b"x = 1\ny = '\xff'", 2, 5, {}),
-    ("encoding", "x = '\ud800'", 1, 5, {}),
-    ("nul-byte", "x = 1\ny = 2\x00", 2, 5, {}),
-    ("nul-byte", b"\x00", 1, 0, {}),
-    ("syntax", "x = 1 +", 1, 7, {}),
-    ("syntax", "x = 1\nif x\n    y = 2", 2, 4, {}),
+    ("encoding", b"x = 1\ny = '\xff'", 2, 6, {}),
+    ("encoding", "x = '\ud800'", 1, 6, {}),
+    ("nul-byte", "x = 1\ny = 2\x00", 2, 6, {}),
+    ("nul-byte", b"\x00", 1, 1, {}),
+    ("syntax", "x = 1 +", 1, 8, {}),
+    ("syntax", "x = 1\nif x\n    y = 2", 2, 5, {}),
     ("limit-parse", "x = " + "-" * 20000 + "1", None, None, {}),
     (
         "limit-source-bytes",
@@ -45,120 +45,120 @@ REJECTED = [
         {"limits": ProgramLimits(max_source_bytes=7)},
     ),  # 7 chars, 8 bytes
     ("limit-nodes", "x = [1, 2, 3, 4, 5]", None, None, {"limits": ProgramLimits(max_nodes=5)}),
-    ("limit-depth", "x = 1 + (2 + (3 + 4))", 1, 14, {"limits": ProgramLimits(max_depth=4)}),
+    ("limit-depth", "x = 1 + (2 + (3 + 4))", 1, 15, {"limits": ProgramLimits(max_depth=4)}),
     (
         "limit-comprehension-depth",
         "x = [[a for a in b] for b in c]",
         1,
-        5,
+        6,
         {"limits": ProgramLimits(max_comprehension_depth=1)},
     ),
     (
         "limit-comprehension-depth",
         "x = [sorted(b, key=lambda a: a) for b in c]",
         1,
-        19,
+        20,
         {"limits": ProgramLimits(max_comprehension_depth=1)},
     ),
-    ("limit-literal-len", "x = 1\ny = 'abcd'", 2, 4, {"limits": ProgramLimits(max_literal_len=3)}),
-    ("limit-literal-len", "x = b'abcd'", 1, 4, {"limits": ProgramLimits(max_literal_len=3)}),
-    ("limit-literal-len", "x = [1, 2, 3, 4]", 1, 4, {"limits": ProgramLimits(max_literal_len=3)}),
+    ("limit-literal-len", "x = 1\ny = 'abcd'", 2, 5, {"limits": ProgramLimits(max_literal_len=3)}),
+    ("limit-literal-len", "x = b'abcd'", 1, 5, {"limits": ProgramLimits(max_literal_len=3)}),
+    ("limit-literal-len", "x = [1, 2, 3, 4]", 1, 5, {"limits": ProgramLimits(max_literal_len=3)}),
     (
         "limit-literal-len",
         "x = {1: 1, 2: 2, 3: 3, 4: 4}",
         1,
-        4,
+        5,
         {"limits": ProgramLimits(max_literal_len=3)},
     ),
-    ("limit-int-digits", "x = 1000", 1, 4, {"limits": ProgramLimits(max_int_digits=3)}),
-    ("limit-int-digits", "x = 0x" + "f" * 400, 1, 4, {}),
+    ("limit-int-digits", "x = 1000", 1, 5, {"limits": ProgramLimits(max_int_digits=3)}),
+    ("limit-int-digits", "x = 0x" + "f" * 400, 1, 5, {}),
     ("limit-int-digits", "x = " + "9" * 5000, 1, None, {}),
-    ("forbidden-node", "import os", 1, 0, {}),
-    ("forbidden-node", "x = 1\nfrom os import path", 2, 0, {}),
-    ("forbidden-node", "def f():\n    return 1", 1, 0, {}),
-    ("forbidden-node", "@d\ndef f():\n    return 1", 2, 0, {}),
-    ("forbidden-node", "class A:\n    x = 1", 1, 0, {}),
-    ("forbidden-node", "while x:\n    x = 0", 1, 0, {}),
-    ("forbidden-node", "try:\n    x = 1\nexcept E:\n    x = 2", 1, 0, {}),
-    ("forbidden-node", "with a as b:\n    x = 1", 1, 0, {}),
-    ("forbidden-node", "global g", 1, 0, {}),
-    ("forbidden-node", "yield 1", 1, 0, {}),
-    ("forbidden-node", "await x", 1, 0, {}),
-    ("forbidden-node", "match x:\n    case 1:\n        y = 1", 1, 0, {}),
-    ("forbidden-node", "x = (y := 1)", 1, 5, {}),
-    ("forbidden-node", "x = (a for a in b)", 1, 4, {}),
-    ("forbidden-node", "x = [a async for a in b]", 1, 17, {}),
-    ("forbidden-node", "del x", 1, 0, {}),
-    ("forbidden-node", "x: int = 1", 1, 0, {}),
-    ("forbidden-node", "type X = int", 1, 0, {}),
-    ("forbidden-operator", "x = 2 ** 8", 1, 4, {}),
-    ("forbidden-operator", "x = 2\nx **= 8", 2, 0, {}),
-    ("forbidden-operator", "x = a | b", 1, 4, {}),
-    ("forbidden-operator", "x = a & b", 1, 4, {}),
-    ("forbidden-operator", "x = a ^ b", 1, 4, {}),
-    ("forbidden-operator", "x = a << 1", 1, 4, {}),
-    ("forbidden-operator", "x = a >> 1", 1, 4, {}),
-    ("forbidden-operator", "x = a @ b", 1, 4, {}),
-    ("forbidden-operator", "x = ~a", 1, 4, {}),
-    ("forbidden-operator", "x = 1\nx |= 2", 2, 0, {}),
-    ("forbidden-name", "x = eval", 1, 4, {}),
-    ("forbidden-name", "getattr(x, 'y')", 1, 0, {}),
-    ("forbidden-name", "type = 3", 1, 0, {}),
-    ("forbidden-name", "for x in range(3):\n    y = vars", 2, 8, {}),
-    ("forbidden-name", "sorted(a, key=lambda chr: chr)", 1, 21, {}),
-    ("forbidden-name", "x = format", 1, 4, {"tools": ("format",)}),
-    ("dunder-name", "x = __name__", 1, 4, {}),
-    ("dunder-name", "dict(__class__=1)", 1, 5, {}),
-    ("dunder-name", "sorted(a, key=lambda __x: 1)", 1, 21, {}),
-    ("non-ascii-identifier", "café = 1", 1, 0, {}),
-    ("non-ascii-identifier", "s = 'é'\nx = s.ｕpper()", 2, 6, {}),
-    ("non-ascii-identifier", "len(ｐath)", 1, 4, {}),
-    ("non-ascii-identifier", "sorted(a, ｋey=len)", 1, 10, {}),
-    ("non-ascii-identifier", "sorted(a, key=lambda ｘ: 1)", 1, 21, {}),
-    ("dunder-attribute", "x = a.__class__", 1, 6, {}),
-    ("dunder-attribute", "x = a._private", 1, 6, {}),
-    ("dunder-attribute", "x = (a\n  .__class__)", 2, 3, {}),
-    ("internal-attribute", "x = g.gi_frame", 1, 6, {}),
-    ("internal-attribute", "x = f.f_globals", 1, 6, {}),
-    ("internal-attribute", "x = c.co_code", 1, 6, {}),
-    ("internal-attribute", "x = str.mro()", 1, 8, {}),
-    ("format-attribute", "x = '{}'.format(1)", 1, 9, {}),
-    ("format-attribute", "x = s.format_map(d)", 1, 6, {}),
-    ("attribute-store", "a.b = 1", 1, 0, {}),
-    ("dunder-string", "x = '__'", 1, 4, {}),
-    ("dunder-string", "x = b'a__b'", 1, 4, {}),
-    ("dunder-string", "x = f'a__b{y}'", 1, 6, {}),
-    ("dunder-string", "x = f'{y:__}'", 1, 9, {}),
-    ("unknown-call", "x = 1\nfoo(x)", 2, 0, {}),
-    ("unknown-call", "fs.read(path)", 1, 0, {"tools": ("fs.write",)}),
-    ("call-target", "x = [len][0](1)", 1, 4, {}),
-    ("call-target", "x = read_file(path)(1)", 1, 4, {}),
-    ("rebind-builtin", "len = read_file", 1, 0, {}),
-    ("rebind-builtin", "len += 1", 1, 0, {}),
-    ("rebind-builtin", "a, len = 1, 2", 1, 3, {}),
-    ("rebind-builtin", "*len, = [1]", 1, 1, {}),
-    ("rebind-builtin", "[a, [b, *len]] = x", 1, 9, {}),
-    ("rebind-builtin", "for len in x:\n    y = 1", 1, 4, {}),
-    ("rebind-builtin", "x = [1 for len in y]", 1, 11, {}),
-    ("rebind-builtin", "x = {k: v for k, print in y}", 1, 17, {}),
-    ("rebind-builtin", "sorted(a, key=lambda len: len)", 1, 21, {}),
-    ("rebind-tool", "read_file = 1", 1, 0, {}),
-    ("rebind-tool", "for fs in x:\n    y = 1", 1, 4, {}),
-    ("rebind-tool", "fs = 1", 1, 0, {"tools": ("fs.read",)}),
-    ("rebind-param", "path = 'x'", 1, 0, {}),
-    ("rebind-param", "x = [path for path in y]", 1, 14, {}),
-    ("lambda-position", "f = lambda: 1", 1, 4, {}),
-    ("lambda-position", "sorted(x, reverse=lambda: 1)", 1, 18, {}),
-    ("lambda-args", "sorted(x, key=lambda a, b=1: a)", 1, 14, {}),
-    ("lambda-args", "sorted(x, key=lambda *a: a)", 1, 14, {}),
-    ("lambda-args", "sorted(x, key=lambda a, *, b: a)", 1, 14, {}),
-    ("key-argument", "sorted(x, key=str.lower)", 1, 14, {}),
-    ("key-argument", "x = [1]\nx.sort(key=x[0])", 2, 11, {}),
-    ("key-argument", "max(x, key=mine)", 1, 11, {}),
-    ("kwargs-argument", "x = sorted(y, **{'key': read_file})", 1, 14, {}),
-    ("kwargs-argument", "y = [1]\ny.sort(**d)", 2, 7, {}),
-    ("for-iter", "for a in [1, 2]:\n    b = a", 1, 9, {}),
-    ("for-iter", "for a in x.y:\n    b = a", 1, 9, {}),
+    ("forbidden-node", "import os", 1, 1, {}),
+    ("forbidden-node", "x = 1\nfrom os import path", 2, 1, {}),
+    ("forbidden-node", "def f():\n    return 1", 1, 1, {}),
+    ("forbidden-node", "@d\ndef f():\n    return 1", 2, 1, {}),
+    ("forbidden-node", "class A:\n    x = 1", 1, 1, {}),
+    ("forbidden-node", "while x:\n    x = 0", 1, 1, {}),
+    ("forbidden-node", "try:\n    x = 1\nexcept E:\n    x = 2", 1, 1, {}),
+    ("forbidden-node", "with a as b:\n    x = 1", 1, 1, {}),
+    ("forbidden-node", "global g", 1, 1, {}),
+    ("forbidden-node", "yield 1", 1, 1, {}),
+    ("forbidden-node", "await x", 1, 1, {}),
+    ("forbidden-node", "match x:\n    case 1:\n        y = 1", 1, 1, {}),
+    ("forbidden-node", "x = (y := 1)", 1, 6, {}),
+    ("forbidden-node", "x = (a for a in b)", 1, 5, {}),
+    ("forbidden-node", "x = [a async for a in b]", 1, 18, {}),
+    ("forbidden-node", "del x", 1, 1, {}),
+    ("forbidden-node", "x: int = 1", 1, 1, {}),
+    ("forbidden-node", "type X = int", 1, 1, {}),
+    ("forbidden-operator", "x = 2 ** 8", 1, 5, {}),
+    ("forbidden-operator", "x = 2\nx **= 8", 2, 1, {}),
+    ("forbidden-operator", "x = a | b", 1, 5, {}),
+    ("forbidden-operator", "x = a & b", 1, 5, {}),
+    ("forbidden-operator", "x = a ^ b", 1, 5, {}),
+    ("forbidden-operator", "x = a << 1", 1, 5, {}),
+    ("forbidden-operator", "x = a >> 1", 1, 5, {}),
+    ("forbidden-operator", "x = a @ b", 1, 5, {}),
+    ("forbidden-operator", "x = ~a", 1, 5, {}),
+    ("forbidden-operator", "x = 1\nx |= 2", 2, 1, {}),
+    ("forbidden-name", "x = eval", 1, 5, {}),
+    ("forbidden-name", "getattr(x, 'y')", 1, 1, {}),
+    ("forbidden-name", "type = 3", 1, 1, {}),
+    ("forbidden-name", "for x in range(3):\n    y = vars", 2, 9, {}),
+    ("forbidden-name", "sorted(a, key=lambda chr: chr)", 1, 22, {}),
+    ("forbidden-name", "x = format", 1, 5, {"tools": ("format",)}),
+    ("dunder-name", "x = __name__", 1, 5, {}),
+    ("dunder-name", "dict(__class__=1)", 1, 6, {}),
+    ("dunder-name", "sorted(a, key=lambda __x: 1)", 1, 22, {}),
+    ("non-ascii-identifier", "café = 1", 1, 1, {}),
+    ("non-ascii-identifier", "s = 'é'\nx = s.ｕpper()", 2, 7, {}),
+    ("non-ascii-identifier", "len(ｐath)", 1, 5, {}),
+    ("non-ascii-identifier", "sorted(a, ｋey=len)", 1, 11, {}),
+    ("non-ascii-identifier", "sorted(a, key=lambda ｘ: 1)", 1, 22, {}),
+    ("dunder-attribute", "x = a.__class__", 1, 7, {}),
+    ("dunder-attribute", "x = a._private", 1, 7, {}),
+    ("dunder-attribute", "x = (a\n  .__class__)", 2, 4, {}),
+    ("internal-attribute", "x = g.gi_frame", 1, 7, {}),
+    ("internal-attribute", "x = f.f_globals", 1, 7, {}),
+    ("internal-attribute", "x = c.co_code", 1, 7, {}),
+    ("internal-attribute", "x = str.mro()", 1, 9, {}),
+    ("format-attribute", "x = '{}'.format(1)", 1, 10, {}),
+    ("format-attribute", "x = s.format_map(d)", 1, 7, {}),
+    ("attribute-store", "a.b = 1", 1, 1, {}),
+    ("dunder-string", "x = '__'", 1, 5, {}),
+    ("dunder-string", "x = b'a__b'", 1, 5, {}),
+    ("dunder-string", "x = f'a__b{y}'", 1, 7, {}),
+    ("dunder-string", "x = f'{y:__}'", 1, 10, {}),
+    ("unknown-call", "x = 1\nfoo(x)", 2, 1, {}),
+    ("unknown-call", "fs.read(path)", 1, 1, {"tools": ("fs.write",)}),
+    ("call-target", "x = [len][0](1)", 1, 5, {}),
+    ("call-target", "x = read_file(path)(1)", 1, 5, {}),
+    ("rebind-builtin", "len = read_file", 1, 1, {}),
+    ("rebind-builtin", "len += 1", 1, 1, {}),
+    ("rebind-builtin", "a, len = 1, 2", 1, 4, {}),
+    ("rebind-builtin", "*len, = [1]", 1, 2, {}),
+    ("rebind-builtin", "[a, [b, *len]] = x", 1, 10, {}),
+    ("rebind-builtin", "for len in x:\n    y = 1", 1, 5, {}),
+    ("rebind-builtin", "x = [1 for len in y]", 1, 12, {}),
+    ("rebind-builtin", "x = {k: v for k, print in y}", 1, 18, {}),
+    ("rebind-builtin", "sorted(a, key=lambda len: len)", 1, 22, {}),
+    ("rebind-tool", "read_file = 1", 1, 1, {}),
+    ("rebind-tool", "for fs in x:\n    y = 1", 1, 5, {}),
+    ("rebind-tool", "fs = 1", 1, 1, {"tools": ("fs.read",)}),
+    ("rebind-param", "path = 'x'", 1, 1, {}),
+    ("rebind-param", "x = [path for path in y]", 1, 15, {}),
+    ("lambda-position", "f = lambda: 1", 1, 5, {}),
+    ("lambda-position", "sorted(x, reverse=lambda: 1)", 1, 19, {}),
+    ("lambda-args", "sorted(x, key=lambda a, b=1: a)", 1, 15, {}),
+    ("lambda-args", "sorted(x, key=lambda *a: a)", 1, 15, {}),
+    ("lambda-args", "sorted(x, key=lambda a, *, b: a)", 1, 15, {}),
+    ("key-argument", "sorted(x, key=str.lower)", 1, 15, {}),
+    ("key-argument", "x = [1]\nx.sort(key=x[0])", 2, 12, {}),
+    ("key-argument", "max(x, key=mine)", 1, 12, {}),
+    ("kwargs-argument", "x = sorted(y, **{'key': read_file})", 1, 15, {}),
+    ("kwargs-argument", "y = [1]\ny.sort(**d)", 2, 8, {}),
+    ("for-iter", "for a in [1, 2]:\n    b = a", 1, 10, {}),
+    ("for-iter", "for a in x.y:\n    b = a", 1, 10, {}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]
@@ -228,7 +228,7 @@ def test_calls_and_variables():
 def test_dotted_tools_allow_only_their_members():
     assert validate("fs.read(path)", tools=["fs.read"], params=PARAMS).calls == ["fs.read"]
     assert validate("fs.read(path)", tools=["fs"], params=PARAMS).valid
-    assert found("fs.write(1)", tools=["fs.read"]) == [("unknown-call", 1, 0)]
+    assert found("fs.write(1)", tools=["fs.read"]) == [("unknown-call", 1, 1)]
 
 
 def test_tools_and_params_accept_a_comma_separated_string():
@@ -245,13 +245,13 @@ def test_errors_are_sorted_by_place():
 
 
 def test_forbidden_name_is_not_also_an_unknown_call():
-    assert found("eval('1')") == [("forbidden-name", 1, 0)]
+    assert found("eval('1')") == [("forbidden-name", 1, 1)]
 
 
 def test_columns_count_characters_not_bytes():
     # 'é' is two UTF-8 bytes; the parser's column for `eval` is 13, the character column 12.
-    assert found("s = 'éé'; x = eval") == [("forbidden-name", 1, 14)]
-    assert found("s = 'é'; x = eval") == [("forbidden-name", 1, 13)]
+    assert found("s = 'éé'; x = eval") == [("forbidden-name", 1, 15)]
+    assert found("s = 'é'; x = eval") == [("forbidden-name", 1, 14)]
 
 
 def test_result_and_error_shapes():
@@ -267,7 +267,7 @@ def test_result_and_error_shapes():
         "message": "'eval' is a forbidden name in lackpy",
         "rule": "forbidden-name",
         "line": 1,
-        "col": 4,
+        "col": 5,
     }
     assert result.to_dict()["valid"] is False
     nowhere = ValidationError("too big", None, None, "limit-source-bytes")
@@ -291,7 +291,7 @@ def test_custom_rule_messages_pairs_and_errors():
     assert tree_rule_calls == [ast.Module]
     assert [(e.rule, e.message, e.line, e.col) for e in result.errors] == [
         ("my-rule", "plain message", None, None),
-        ("my-rule", "placed message", 2, 0),
+        ("my-rule", "placed message", 2, 1),
         ("own-id", "own", 9, 9),
     ]
 
@@ -329,7 +329,7 @@ def test_parser_warnings_neither_leak_nor_reject():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # as under `python -W error`, set after import
         assert all(validate(p).valid for p in programs)
-        assert found("x = 1abc") == [("syntax", 1, 4)]
+        assert found("x = 1abc") == [("syntax", 1, 5)]
 
 
 def test_limits_reject_bad_values():
