@@ -150,6 +150,8 @@ REFERENCE = textwrap.dedent(r'''
             for fs in traceback.extract_tb(exc.__traceback__):
                 if fs.filename == FILENAME:
                     line, col = fs.lineno, fs.colno
+            if col is not None:  # lackjail's columns: 1-based, in characters
+                col = len(src.encode("utf-8").splitlines()[line - 1][:col].decode("utf-8", "replace")) + 1
         output = wire_str(buf.getvalue())
         if len(output) > HEAVY_BYTES or time.process_time() - cpu > HEAVY_CPU_S:
             return {"status": "heavy", "why": "output or cpu"}
