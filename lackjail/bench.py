@@ -1,18 +1,48 @@
-"""`lackjail bench`: the figures the issues name, measured side by side in one run.
+"""`lackjail bench`: every figure issue 10 names, with its anchors, measured in one run.
 
-Benchmarks, not tests: they print numbers and assert nothing about speed.
+Benchmarks, not tests: they print numbers and assert nothing about speed. Each figure is a
+plain number (or None with a reason in `unavailable`); `goals()` turns them into ratios
+against the goals, where an anchor-relative goal uses the anchor measured in the same run.
+The anchors (pydantic-monty, lackpy) come from the optional `bench` extra; when one is not
+installed its figures say so and no ratio is made up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import statistics
+import tempfile
 import threading
 import time
+from dataclasses import dataclass
 
 TRIVIAL = "x = len([1, 2, 3])\nx"
+WORKERS = 2
+SPACING_S = 0.01  # the pause before a "spares ready" run: long enough for a zygote to refill
+CALLS = "total = 0\nfor i in range(N):\n    total += TOOL\ntotal"
+
+# Figure names, shared by the goals, the CLI and the tests.
+FRESH_B2B = "fresh p50, back to back (us)"
+FRESH_B2B_P99 = "fresh p99, back to back (us)"
+FRESH_SPARE = "fresh p50, spares ready (us)"
+FRESH_SPARE_P99 = "fresh p99, spares ready (us)"
+REUSE = "reuse p50 (us)"
+REUSE_P99 = "reuse p99 (us)"
+TOOL = "host tool call (median us per call)"
+JAIL_TOOL = "jail-placed tool call (median us per call)"
+TPUT_FRESH = "fresh throughput, 2 workers (runs/s)"
+TPUT_REUSE = "reuse throughput, 2 workers (runs/s)"
+COLD = "cold start to first result (ms)"
+FAULTS = "child page faults, whole life (minflt per child)"
+FAULTS_READY = "child page faults when ready (minflt per spare)"
+MONTY = "monty pooled fresh session p50 (us)"
+MONTY_CALL = "monty external call (median us per call)"
+LACKPY = "lackpy in-process run p50 (us)"
+MAP = "Jail.map throughput, 2 workers (runs/s)"
+BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 
 
-def _pct(samples, p):
+def pct(samples, p):
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
@@ -26,15 +56,31 @@ def _timeit(fn, n):
     return samples
 
 
+class Figures(dict):
+    """Figure name -> number; `unavailable` says why a figure is None."""
+
+    def __init__(self):
+        super().__init__()
+        self.unavailable: dict[str, str] = {}
+
+    def missing(self, name: str, why: str) -> None:
+        self[name] = None
+        self.unavailable[name] = why
+
+
+# -- the floor: validation and an unconfined exec ----------------------------------------
+
+
 def validate_figures(n=2000):
     from lackjail import lang
-    from lackjail.lang.bench_programs import TRIVIAL as T
     from lackjail.lang.bench_programs import TWENTY_LINES
 
-    for program in (T, TWENTY_LINES):
+    for program in (TRIVIAL, TWENTY_LINES):
         lang.validate(program)
     return {
-        "validate trivial (median us)": statistics.median(_timeit(lambda: lang.validate(T), n)),
+        "validate trivial (median us)": statistics.median(
+            _timeit(lambda: lang.validate(TRIVIAL), n)
+        ),
         "validate 20 lines (median us)": statistics.median(
             _timeit(lambda: lang.validate(TWENTY_LINES), n)
         ),
@@ -57,7 +103,10 @@ def exec_baseline(n=2000):
     return {"in-process compile+exec (median us)": statistics.median(_timeit(once, n))}
 
 
-def _run_latency(jail, n, gap_s):
+# -- jailed runs ---------------------------------------------------------------------------
+
+
+def _run_latency(jail, n, gap_s=0.0):
     samples = []
     for _ in range(n):
         if gap_s:
@@ -65,57 +114,146 @@ def _run_latency(jail, n, gap_s):
         t = time.perf_counter()
         result = jail.run(TRIVIAL)
         samples.append((time.perf_counter() - t) * 1e6)
-        if result.status != "ok" or result.value != 3:
-            raise RuntimeError(f"benchmark run failed: {result.status} {result.errors}")
+        _expect(result)
     return samples
 
 
-def jail_figures(n=300, isolation=None):
+def _expect(result, value=3):
+    if result.status != "ok" or result.value != value:
+        raise RuntimeError(f"benchmark run failed: {result.status} {result.errors}")
+
+
+def _settle(jail, workers=WORKERS, timeout=10.0):
+    """Wait until every jail has started and its zygote has a child waiting."""
+    wait_full = getattr(jail.pool, "wait_full", None)
+    if wait_full is not None:
+        wait_full(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        zygotes = _zygotes()
+        if len(zygotes) >= workers and all(z.children() for z in zygotes):
+            break
+        time.sleep(0.01)
+    time.sleep(SPACING_S)
+
+
+def _zygotes():
+    """The zygotes of this process's jails: the first Python process of each jail.
+
+    Found from the process tree, not from the pool's internals: a zygote is a Python
+    descendant whose parent is this process (the seccomp fallback) or nsjail.
+    """
+    import psutil
+
+    me = psutil.Process()
+    found = []
+    for proc in me.children(recursive=True):
+        try:
+            if "python" not in proc.name():
+                continue
+            parent = proc.parent()
+            if parent is not None and (parent.pid == me.pid or "python" not in parent.name()):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def _stat_fields(pid):
+    """Fields of /proc/PID/stat after the command name (field 3 is index 0)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return fh.read().rsplit(b")", 1)[1].split()
+
+
+def _reaped_child_faults(zygotes):
+    """Minor faults of all children the zygotes have reaped (cminflt, field 11)."""
+    total = 0
+    for z in zygotes:
+        try:
+            total += int(_stat_fields(z.pid)[11 - 3])
+        except (OSError, IndexError):
+            pass
+    return total
+
+
+def _spare_faults(zygotes):
+    """Minor faults (minflt, field 10) of each child waiting for a run, read per child."""
+    import psutil
+
+    faults = []
+    for z in zygotes:
+        try:
+            children = z.children()
+        except psutil.NoSuchProcess:
+            continue
+        for child in children:
+            try:
+                faults.append(int(_stat_fields(child.pid)[10 - 3]))
+            except (OSError, IndexError):
+                pass
+    return faults
+
+
+def cold_start_ms(isolation=None, repeats=3):
+    """Median time from `Jail(workers=2)` to the first result, each from nothing."""
     from lackjail.api import Jail
 
-    figures = {}
-    t = time.perf_counter()
-    with Jail(workers=1, isolation=isolation) as jail:
-        jail.run(TRIVIAL)
-        figures["cold start to first result (ms)"] = (time.perf_counter() - t) * 1000
-        figures["isolation"] = jail.isolation
-        figures["zygote RSS (MB)"] = _zygote_rss_mb(jail)
-        fresh = _run_latency(jail, n, 0.01)
-        figures["fresh p50 (us, spare ready)"] = _pct(fresh, 0.5)
-        figures["fresh p99 (us, spare ready)"] = _pct(fresh, 0.99)
-        back = _run_latency(jail, n, 0)
-        figures["fresh back-to-back p50 (us)"] = _pct(back, 0.5)
-    with Jail(workers=1, mode="reuse", isolation=isolation) as jail:
-        jail.run(TRIVIAL)
-        reuse = _run_latency(jail, n, 0)
-        figures["reuse p50 (us)"] = _pct(reuse, 0.5)
-        figures["reuse p99 (us)"] = _pct(reuse, 0.99)
-    for mode in ("fresh", "reuse"):
-        with Jail(workers=2, mode=mode, isolation=isolation) as jail:
-            jail.pool.wait_full()
-            figures[f"throughput, 2 workers, {mode} (runs/s)"] = _throughput(
-                jail, callers=4, total=n * 4
-            )["runs/s"]
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        with Jail(workers=WORKERS, isolation=isolation) as jail:
+            _expect(jail.run(TRIVIAL))
+            samples.append((time.perf_counter() - t) * 1000)
+    return statistics.median(samples), jail.isolation
+
+
+def fresh_figures(n=500, isolation=None, callers=4):
+    """Fresh runs through `Jail(workers=2).run`: back to back, spaced, throughput, faults."""
+    from lackjail.api import Jail
+
+    figures = Figures()
+    figures[COLD], figures["isolation"] = cold_start_ms(isolation)
+    with Jail(workers=WORKERS, isolation=isolation) as jail:
+        _expect(jail.run(TRIVIAL))
+        _settle(jail)
+        zygotes = _zygotes()
+        figures["zygote RSS (MB)"] = max((z.memory_info().rss / 2**20 for z in zygotes), default=0)
+        ready = _spare_faults(zygotes)
+        before = _reaped_child_faults(zygotes)
+        back = _run_latency(jail, n)
+        _settle(jail)
+        after = _reaped_child_faults(_zygotes())
+        figures[FRESH_B2B] = pct(back, 0.5)
+        figures[FRESH_B2B_P99] = pct(back, 0.99)
+        # each fresh run ends exactly one child; the zygotes reap them all (wait4)
+        figures[FAULTS] = (after - before) / n if len(_zygotes()) == len(zygotes) else None
+        if figures[FAULTS] is None:
+            figures.missing(FAULTS, "a jail was replaced during the run")
+        figures[FAULTS_READY] = statistics.median(ready) if ready else None
+        if not ready:
+            figures.missing(FAULTS_READY, "no spare child found under the zygotes")
+        spaced = _run_latency(jail, n, SPACING_S)
+        figures[FRESH_SPARE] = pct(spaced, 0.5)
+        figures[FRESH_SPARE_P99] = pct(spaced, 0.99)
+        figures[TPUT_FRESH] = throughput(jail, callers, total=n * 4)["runs/s"]
     return figures
 
 
-def _zygote_rss_mb(jail):
-    import psutil
+def reuse_figures(n=500, isolation=None, callers=4):
+    from lackjail.api import Jail
 
-    rss = []
-    for pid in jail.pool.pids():
-        try:
-            procs = psutil.Process(pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            continue
-        # the jail's first process is the zygote: the oldest python under nsjail
-        pythons = sorted((p for p in procs if "python" in p.name()), key=lambda p: p.create_time())
-        if pythons:
-            rss.append(pythons[0].memory_info().rss / 2**20)
-    return max(rss) if rss else None
+    figures = Figures()
+    with Jail(workers=WORKERS, mode="reuse", isolation=isolation) as jail:
+        _expect(jail.run(TRIVIAL))
+        _settle(jail)
+        reuse = _run_latency(jail, n)
+        figures[REUSE] = pct(reuse, 0.5)
+        figures[REUSE_P99] = pct(reuse, 0.99)
+        figures[TPUT_REUSE] = throughput(jail, callers, total=n * 4)["runs/s"]
+    return figures
 
 
-def _throughput(jail, callers, total, program=TRIVIAL, expect=3):
+def throughput(jail, callers, total, program=TRIVIAL, expect=3):
     """TOTAL runs from CALLERS threads: runs/s and latency percentiles; checks every value."""
     latencies, failures = [], []
     lock = threading.Lock()
@@ -143,10 +281,13 @@ def _throughput(jail, callers, total, program=TRIVIAL, expect=3):
     elapsed = time.perf_counter() - t
     return {
         "runs/s": total / elapsed,
-        "p50 (us)": _pct(latencies, 0.5),
-        "p99 (us)": _pct(latencies, 0.99),
+        "p50 (us)": pct(latencies, 0.5),
+        "p99 (us)": pct(latencies, 0.99),
         "failures": len(failures),
     }
+
+
+# -- tool calls ----------------------------------------------------------------------------
 
 
 def echo(value: int) -> int:
@@ -154,11 +295,22 @@ def echo(value: int) -> int:
     return value
 
 
-CALLS = "total = 0\nfor i in range(N):\n    total += TOOL(i)\ntotal"
+def _per_call(run, calls, repeats, tool, baseline):
+    """Median cost of one call: a program making CALLS calls minus the same loop without them."""
+    per_call = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        run(CALLS.replace("N", str(calls)).replace("TOOL", tool))
+        with_calls = time.perf_counter() - t
+        t = time.perf_counter()
+        run(CALLS.replace("N", str(calls)).replace("TOOL", baseline))
+        without = time.perf_counter() - t
+        per_call.append((with_calls - without) / calls * 1e6)
+    return statistics.median(per_call)
 
 
 def tool_call_figures(calls=1000, repeats=5):
-    """Median cost per call of a program calling a tool CALLS times: host (mediated) vs jail-placed."""
+    """Median cost per call of a host (mediated) tool and a jail-placed one."""
     from lackjail.api import Jail
     from lackjail.kit import spec_from_function
 
@@ -168,31 +320,266 @@ def tool_call_figures(calls=1000, repeats=5):
         provider="python",
         provider_config={"module": "lackjail.bench", "function": "echo"},
     )
-    figures = {}
+    total = calls * (calls - 1) // 2
     with Jail(kit={"echo": host, "word_count": "word_count"}, workers=1, mode="reuse") as jail:
-        for label, tool, expect in (
-            ("host tool", "echo", calls * (calls - 1) // 2),
-            ("jail-placed tool", "word_count", calls),
-        ):
-            program = CALLS.replace("N", str(calls)).replace(
-                "TOOL(i)", f"{tool}(i)" if tool == "echo" else f"{tool}('x')"
-            )
-            baseline = CALLS.replace("N", str(calls)).replace(
-                "TOOL(i)", "abs(1)" if tool != "echo" else "abs(i)"
-            )
-            per_call = []
-            for _ in range(repeats):
-                t = time.perf_counter()
-                result = jail.run(program)
-                with_calls = time.perf_counter() - t
-                if result.status != "ok" or result.value != expect:
-                    raise RuntimeError(f"tool benchmark failed: {result.status} {result.errors}")
-                t = time.perf_counter()
-                jail.run(baseline)
-                without = time.perf_counter() - t
-                per_call.append((with_calls - without) / calls * 1e6)
-            figures[f"{label}: cost per call (median us)"] = statistics.median(per_call)
+
+        def run(expect):
+            return lambda program: _expect(jail.run(program), expect)
+
+        return {
+            TOOL: _per_call(run(total), calls, repeats, "echo(i)", "abs(i)"),
+            JAIL_TOOL: _per_call(run(calls), calls, repeats, "word_count('x')", "abs(1)"),
+        }
+
+
+# -- anchors: the alternatives a user compares a jailed run with -----------------------------
+
+
+def _version(dist):
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def monty_figures(n=500, calls=1000, repeats=5):
+    """pydantic-monty: a fresh session checked out of its pool per run, and its external call."""
+    figures = Figures()
+    version = _version("pydantic-monty")
+    if version is None:
+        figures.missing(MONTY, "not installed")
+        figures.missing(MONTY_CALL, "not installed")
+        return figures
+    import pydantic_monty
+
+    figures["monty version"] = version
+    with pydantic_monty.Monty(min_processes=WORKERS, max_processes=WORKERS) as pool:
+
+        def session_run():
+            with pool.checkout() as session:
+                if session.feed_run(TRIVIAL) != 3:
+                    raise RuntimeError("monty benchmark run failed")
+
+        for _ in range(20):
+            session_run()
+        figures[MONTY] = pct(_timeit(session_run, n), 0.5)
+        total = calls * (calls - 1) // 2
+        budget = {"max_suspensions": 2 * (calls + 10) * repeats}  # per checkout, default 1000
+        with pool.checkout(limits=budget) as session:
+
+            def run(program):
+                got = session.feed_run(program, external_lookup={"echo": echo})
+                if got != total:
+                    raise RuntimeError(f"monty tool benchmark returned {got!r}")
+
+            figures[MONTY_CALL] = _per_call(run, calls, repeats, "echo(i)", "abs(i)")
     return figures
+
+
+def lackpy_figures(n=500):
+    """lackpy 0.15.1 in-process: `LackpyService.run_program` (validate + restricted exec)."""
+    figures = Figures()
+    version = _version("lackpy")
+    if version is None:
+        figures.missing(LACKPY, "not installed")
+        return figures
+    from pathlib import Path
+
+    from lackpy.service import LackpyService
+
+    figures["lackpy version"] = version
+    with tempfile.TemporaryDirectory(prefix="lackjail-bench-") as workspace:
+        service = LackpyService(workspace=Path(workspace))
+
+        async def measure():
+            samples = []
+            for i in range(n + 20):
+                t = time.perf_counter()
+                result = await service.run_program(TRIVIAL, profile=[])
+                if i >= 20:
+                    samples.append((time.perf_counter() - t) * 1e6)
+                if not result.success or result.output != 3:
+                    raise RuntimeError(f"lackpy benchmark run failed: {result.error}")
+            return samples
+
+        try:
+            figures[LACKPY] = pct(asyncio.run(measure()), 0.5)
+        finally:
+            close = getattr(service, "close", None)
+            if close is not None:
+                close()
+    return figures
+
+
+# -- batch (issue 14): filled in as Jail.map and `lackjail batch` land ---------------------
+
+
+def batch_figures(n=500, isolation=None, concurrency=4):
+    """Throughput of `Jail.map` and of `lackjail batch`, or why they are not available."""
+    from lackjail.api import Jail
+
+    figures = Figures()
+    if not hasattr(Jail, "map"):
+        figures.missing(MAP, "not available (no Jail.map yet)")
+    else:
+        total = n * 4
+        with Jail(workers=WORKERS, isolation=isolation) as jail:
+            _expect(jail.run(TRIVIAL))
+            _settle(jail)
+            t = time.perf_counter()
+            count = 0
+            for result in jail.map([TRIVIAL] * total, concurrency=concurrency):
+                _expect(result)
+                count += 1
+            elapsed = time.perf_counter() - t
+        if count != total:
+            raise RuntimeError(f"Jail.map yielded {count} results for {total} programs")
+        figures[MAP] = total / elapsed
+    # hook for the batch engineer: measure `lackjail batch` here once lackjail.batch exists
+    figures.missing(BATCH, "not available (lackjail batch is not measured yet)")
+    return figures
+
+
+# -- goals ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Goal:
+    """One goal of issue 10, judged on figures from the same run."""
+
+    figure: str
+    measured: float | None
+    unit: str
+    goal: str
+    target: float | None  # the goal as an absolute number in this run, None when unknown
+    at_least: bool = False  # throughput goals are floors; the rest are ceilings
+    why: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / goal: a ceiling is met at <= 1.0, a floor at >= 1.0."""
+        if self.measured is None or not self.target:
+            return None
+        return self.measured / self.target
+
+    @property
+    def met(self) -> bool | None:
+        if self.ratio is None:
+            return None
+        return self.ratio >= 1.0 if self.at_least else self.ratio <= 1.0
+
+    def to_dict(self) -> dict:
+        return {
+            "figure": self.figure,
+            "measured": self.measured,
+            "unit": self.unit,
+            "goal": self.goal,
+            "target": self.target,
+            "ratio": self.ratio,
+            "met": self.met,
+            **({"why": self.why} if self.why else {}),
+        }
+
+
+def goals(f: Figures) -> list[Goal]:
+    """Issue 10's goals as ratios of figures measured in this run."""
+
+    def scaled(name, factor):
+        return f[name] * factor if f.get(name) is not None else None
+
+    def anchor_why(name):
+        return f"{name}: {f.unavailable[name]}" if name in f.unavailable else ""
+
+    out = [
+        Goal(
+            "fresh p50 back to back vs monty's pooled fresh session",
+            f.get(FRESH_B2B),
+            "us",
+            "<= 1.0x monty",
+            scaled(MONTY, 1.0),
+            why=anchor_why(MONTY),
+        ),
+        Goal(
+            "fresh p50 back to back vs lackpy in-process",
+            f.get(FRESH_B2B),
+            "us",
+            "<= 0.5x lackpy",
+            scaled(LACKPY, 0.5),
+            why=anchor_why(LACKPY),
+        ),
+        Goal("fresh p50, spares ready", f.get(FRESH_SPARE), "us", "<= 250 us", 250.0),
+        Goal(
+            "fresh p99, spares ready",
+            f.get(FRESH_SPARE_P99),
+            "us",
+            "<= 2x p50",
+            scaled(FRESH_SPARE, 2.0),
+        ),
+        Goal("reuse p50", f.get(REUSE), "us", "<= 100 us", 100.0),
+        Goal(
+            "host tool call vs monty's external call",
+            f.get(TOOL),
+            "us",
+            "<= 0.35x monty",
+            scaled(MONTY_CALL, 0.35),
+            why=anchor_why(MONTY_CALL),
+        ),
+        Goal("fresh throughput, 2 workers", f.get(TPUT_FRESH), "runs/s", ">= 2,000", 2000.0, True),
+        Goal(
+            "reuse throughput, 2 workers", f.get(TPUT_REUSE), "runs/s", ">= 10,000", 10000.0, True
+        ),
+        Goal(
+            "Jail.map throughput vs fresh throughput",
+            f.get(MAP),
+            "runs/s",
+            ">= 0.9x fresh throughput",
+            scaled(TPUT_FRESH, 0.9),
+            True,
+            why=f.unavailable.get(MAP, ""),
+        ),
+        Goal("cold start to first result", f.get(COLD), "ms", "<= 40 ms", 40.0),
+    ]
+    return out
+
+
+SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")
+
+
+def measure(n=500, isolation=None, sections=SECTIONS, on_section=None) -> Figures:
+    """Run the chosen sections in order; ON_SECTION(title, part) sees each as it ends."""
+    steps = {
+        "floor": (
+            "the floor: validation and an unconfined exec",
+            lambda: _merge(validate_figures(), exec_baseline()),
+        ),
+        "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
+        "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),
+        "tools": ("tool calls", tool_call_figures),
+        "anchors": (
+            "anchors, measured in this run",
+            lambda: _merge(monty_figures(n), lackpy_figures(n)),
+        ),
+        "batch": ("batch (issue 14)", lambda: batch_figures(n, isolation)),
+    }
+    figures = Figures()
+    for name in sections:
+        title, step = steps[name]
+        part = step()
+        figures.update(part)
+        figures.unavailable.update(getattr(part, "unavailable", {}))
+        if on_section:
+            on_section(title, part)
+    return figures
+
+
+def _merge(*parts) -> Figures:
+    merged = Figures()
+    for part in parts:
+        merged.update(part)
+        merged.unavailable.update(getattr(part, "unavailable", {}))
+    return merged
 
 
 def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
@@ -201,7 +588,7 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
 
     with Jail(workers=workers, mode=mode) as jail:
         jail.pool.wait_full()
-        out = _throughput(jail, callers, total)
+        out = throughput(jail, callers, total)
     return {
         f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v
         for k, v in out.items()

@@ -1,12 +1,20 @@
-"""`lackjail bench`: print the benchmark figures (see lackjail/bench.py)."""
+"""`lackjail bench`: print issue 10's figures, its anchors and its goals (see lackjail/bench.py)."""
 
 import click
 
 from lackjail.cli.common import emit_json
 
 
+def _shown(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
 @click.command()
-@click.option("-n", "runs", default=300, show_default=True, help="Runs per latency figure.")
+@click.option(
+    "-n", "runs", default=500, show_default=True, type=click.IntRange(1), help="Runs per figure."
+)
 @click.option(
     "--load", is_flag=True, help="Also run the load benchmark: 10,000 programs from 32 callers."
 )
@@ -17,24 +25,41 @@ from lackjail.cli.common import emit_json
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def bench(runs, load, isolation, as_json):
-    """Measure validation, jailed runs (fresh and reuse), throughput, cold start and RSS."""
+    """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
+    anchors (pydantic-monty, lackpy: the `bench` extra), and judge issue 10's goals."""
     from lackjail import bench as b
 
-    figures = {}
-    sections = [
-        b.validate_figures,
-        b.exec_baseline,
-        lambda: b.jail_figures(runs, isolation),
-        b.tool_call_figures,
-    ]
+    def show(title, part):
+        if as_json:
+            return
+        click.echo(f"\n{title}")
+        for key, value in part.items():
+            shown = part.unavailable[key] if value is None else _shown(value)
+            click.echo(f"  {key:<56} {shown:>14}")
+
+    if not as_json:
+        click.echo(f"lackjail bench: {runs} runs per latency figure, program {b.TRIVIAL!r}")
+    figures = b.measure(runs, isolation, on_section=show)
     if load:
-        sections.append(b.load_figures)
-    for section in sections:
-        part = section()
+        part = b.Figures()
+        part.update(b.load_figures())
         figures.update(part)
-        if not as_json:
-            for key, value in part.items():
-                shown = f"{value:,.1f}" if isinstance(value, float) else str(value)
-                click.echo(f"{key:<58} {shown:>12}")
+        show("load", part)
+    judged = b.goals(figures)
     if as_json:
-        emit_json(figures)
+        emit_json(
+            {
+                "figures": dict(figures),
+                "unavailable": figures.unavailable,
+                "goals": [g.to_dict() for g in judged],
+            }
+        )
+        return
+    click.echo("\ngoals (issue 10), ratio = measured / goal, same run")
+    click.echo(f"  {'figure':<56} {'measured':>14}  {'goal':<36} {'ratio':>7}  verdict")
+    for g in judged:
+        measured = "-" if g.measured is None else f"{_shown(g.measured)} {g.unit}"
+        goal = g.goal if g.target is None else f"{g.goal} ({_shown(g.target)})"
+        ratio = "-" if g.ratio is None else f"{g.ratio:.2f}"
+        verdict = {True: "met", False: "not met", None: g.why or "no figure"}[g.met]
+        click.echo(f"  {g.figure:<56} {measured:>14}  {goal:<36} {ratio:>7}  {verdict}")

@@ -1,0 +1,115 @@
+"""`lackjail bench`: every figure of issue 10 is printed, goals are judged from the same run,
+and a missing anchor says so instead of showing a number. Nothing here asserts a speed."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lackjail import bench
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Every figure issue 10 names; each is a number, or None with a reason in "unavailable".
+ISSUE_10_FIGURES = [
+    bench.FRESH_B2B,
+    bench.FRESH_SPARE,
+    bench.FRESH_SPARE_P99,
+    bench.REUSE,
+    bench.TOOL,
+    bench.TPUT_FRESH,
+    bench.TPUT_REUSE,
+    bench.COLD,
+    bench.FAULTS,
+    bench.FAULTS_READY,
+    bench.MONTY,
+    bench.MONTY_CALL,
+    bench.LACKPY,
+    bench.MAP,
+    bench.BATCH,
+]
+
+
+def run_bench(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "lackjail.cli", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture(scope="module")
+def bench_json(require_nsjail):
+    proc = run_bench("-n", "10", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_bench_json_has_every_figure_of_issue_10(bench_json):
+    figures, unavailable = bench_json["figures"], bench_json["unavailable"]
+    assert figures["isolation"] == "nsjail"
+    for name in ISSUE_10_FIGURES:
+        value = figures[name]
+        if value is None:
+            assert unavailable[name], name  # a reason, never a silent gap
+        else:
+            assert isinstance(value, (int, float)) and value > 0, name
+    for name in (bench.FRESH_B2B, bench.FRESH_SPARE, bench.REUSE, bench.TPUT_FRESH, bench.COLD):
+        assert figures[name] is not None, name  # the jail's own figures are always measured
+    # the ready spare has at least forked: the copy-on-write faults of a fresh child are counted
+    assert figures[bench.FAULTS_READY] > 0 and figures[bench.FAULTS] > 0
+
+
+def test_goals_are_ratios_of_figures_from_the_same_run(bench_json):
+    figures = bench_json["figures"]
+    goals = {g["figure"]: g for g in bench_json["goals"]}
+    spare = goals["fresh p50, spares ready"]
+    assert spare["measured"] == figures[bench.FRESH_SPARE]
+    assert spare["ratio"] == pytest.approx(figures[bench.FRESH_SPARE] / 250)
+    assert spare["met"] == (spare["ratio"] <= 1.0)
+    p99 = goals["fresh p99, spares ready"]
+    assert p99["target"] == pytest.approx(2 * figures[bench.FRESH_SPARE])
+    tput = goals["fresh throughput, 2 workers"]
+    assert tput["met"] == (figures[bench.TPUT_FRESH] >= 2000)
+    monty = goals["fresh p50 back to back vs monty's pooled fresh session"]
+    if figures[bench.MONTY] is None:
+        assert monty["ratio"] is None and "not installed" in monty["why"]
+    else:
+        assert monty["target"] == pytest.approx(figures[bench.MONTY])
+        assert monty["ratio"] == pytest.approx(figures[bench.FRESH_B2B] / figures[bench.MONTY])
+
+
+def test_text_output_names_every_figure_and_the_goals(require_nsjail):
+    proc = run_bench("-n", "5")
+    assert proc.returncode == 0, proc.stderr
+    for name in ISSUE_10_FIGURES:
+        assert name in proc.stdout, name
+    assert "goals (issue 10)" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_missing_anchor_says_not_installed(monkeypatch):
+    monkeypatch.setattr(bench, "_version", lambda dist: None)
+    monty, lackpy = bench.monty_figures(n=1), bench.lackpy_figures(n=1)
+    assert monty[bench.MONTY] is None and monty.unavailable[bench.MONTY] == "not installed"
+    assert monty.unavailable[bench.MONTY_CALL] == "not installed"
+    assert lackpy[bench.LACKPY] is None and lackpy.unavailable[bench.LACKPY] == "not installed"
+    figures = bench.Figures()
+    figures.update({bench.FRESH_B2B: 900.0, **monty, **lackpy})
+    figures.unavailable.update({**monty.unavailable, **lackpy.unavailable})
+    judged = {g.figure: g for g in bench.goals(figures)}
+    goal = judged["fresh p50 back to back vs lackpy in-process"]
+    assert goal.ratio is None and goal.met is None and "not installed" in goal.why
+
+
+def test_goal_ratio_is_measured_over_goal_both_ways():
+    ceiling = bench.Goal("latency", 300.0, "us", "<= 250 us", 250.0)
+    assert ceiling.ratio == pytest.approx(1.2) and ceiling.met is False
+    floor = bench.Goal("throughput", 2500.0, "runs/s", ">= 2,000", 2000.0, at_least=True)
+    assert floor.ratio == pytest.approx(1.25) and floor.met is True
