@@ -9,7 +9,6 @@ installed its figures say so and no ratio is made up.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import tempfile
 import threading
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 TRIVIAL = "x = len([1, 2, 3])\nx"
 WORKERS = 2
 SPACING_S = 0.01  # the pause before a "spares ready" run: long enough for a zygote to refill
+SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")  # in the order they run
 CALLS = "total = 0\nfor i in range(N):\n    total += TOOL\ntotal"
 
 # Figure names, shared by the goals, the CLI and the tests.
@@ -404,6 +404,8 @@ def lackpy_figures(n=500):
                     raise RuntimeError(f"lackpy benchmark run failed: {result.error}")
             return samples
 
+        import asyncio
+
         try:
             figures[LACKPY] = pct(asyncio.run(measure()), 0.5)
         finally:
@@ -544,10 +546,7 @@ def goals(f: Figures) -> list[Goal]:
     return out
 
 
-SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")
-
-
-def measure(n=500, isolation=None, sections=SECTIONS, on_section=None) -> Figures:
+def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
     """Run the chosen sections in order; ON_SECTION(title, part) sees each as it ends."""
     steps = {
         "floor": (
@@ -564,7 +563,7 @@ def measure(n=500, isolation=None, sections=SECTIONS, on_section=None) -> Figure
         "batch": ("batch (issue 14)", lambda: batch_figures(n, isolation)),
     }
     figures = Figures()
-    for name in sections:
+    for name in sections or SECTIONS:
         title, step = steps[name]
         part = step()
         figures.update(part)
