@@ -23,10 +23,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from lackjail import __version__, lang
 from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
-from lackjail.kit.assembly.kitfile import check_kit_name
 from lackjail.lang.describe import render
 from lackjail.pool import PoolError
-from lackjail.workspace.paths import inside, show
+from lackjail.workspace import show
 
 INSTRUCTIONS = """\
 Runs lackpy programs in an nsjail jail. lackpy is a small subset of Python: no imports, defs, classes,
@@ -82,15 +81,12 @@ def build_server(jail) -> MCPServer:
         return [
             (name, source, path)
             for name, source, path in list_kits(workspace)
-            if source != "workspace" or inside(os.path.realpath(path), root)
+            if source != "workspace" or os.path.commonpath([os.path.realpath(path), root]) == root
         ]
 
     def named_kit(name: str):
-        """A kit of the workspace or bundled, by name only: a path would let an agent read files."""
-        try:
-            check_kit_name(name)
-        except KitError as exc:
-            raise ToolError(str(exc)) from None
+        """A kit of the workspace or bundled, by name only: a path would let an agent read files,
+        so NAME is only ever compared with the names list_kits gives."""
         if name == kit.name:
             return kit
         for found, _, path in kits():
@@ -99,7 +95,7 @@ def build_server(jail) -> MCPServer:
                     return resolve_kit(str(path), workspace=workspace)
                 except KitError as exc:  # a malformed kit file: say what is wrong with it
                     raise ToolError(str(exc)) from None
-        raise ToolError(f"no kit named {name!r}; list_kits shows the kits")
+        raise ToolError(f"no kit named {show(name)}; list_kits shows the kits")
 
     @server.tool(annotations=hints)
     def run_program(

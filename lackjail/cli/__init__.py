@@ -1,7 +1,8 @@
 """The `lackjail` command: one click group; each subcommand lives in its own module.
 
-Exit codes, the same for every subcommand: 0 ok; 1 the program ran and failed
-(error, timeout, limit, ...); 2 rejected or bad input.
+Subcommands are imported only when they are invoked (or listed by --help), so
+`lackjail run` does not pay for the gate, the MCP SDK or the benchmarks.
+Exit codes, the same for every subcommand, are decided in one place: `main`.
 """
 
 import importlib
@@ -9,56 +10,114 @@ import sys
 
 import click
 
-from lackjail.cli.common import EXIT_HELP
+from lackjail.cli.common import EXIT_BAD, EXIT_FAILED, EXIT_HELP, EXIT_INTERRUPTED, error_object
 
-# (module, attribute) of every subcommand, imported when the group is built.
-COMMANDS = [
-    ("lackjail.cli.run", "run"),
-    ("lackjail.cli.check", "check"),
-    ("lackjail.cli.check", "spec"),
-    ("lackjail.cli.kit", "kit"),
-    ("lackjail.cli.delegate", "delegate"),
-    ("lackjail.cli.delegate", "template"),
-    ("lackjail.cli.gate", "gate"),
-    ("lackjail.cli.serve", "serve"),
-    ("lackjail.cli.doctor", "doctor"),
-    ("lackjail.cli.bench", "bench"),
-]
+# name -> ("module:attribute", one-line summary for --help); imported on first use.
+COMMANDS = {
+    "run": ("lackjail.cli.run:run", "Run the lackpy program FILE ('-' for stdin) in the jail."),
+    "check": ("lackjail.cli.check:check", "Validate lackpy programs without running them."),
+    "spec": (
+        "lackjail.cli.check:spec",
+        "Print the lackpy language: nodes, builtins, rules, limits.",
+    ),
+    "kit": (
+        "lackjail.cli.kit:kit",
+        "List, inspect and create kits (the tools a program may call).",
+    ),
+    "delegate": (
+        "lackjail.cli.delegate:delegate",
+        "Write a lackpy program for INTENT, validate it, and run it in the jail.",
+    ),
+    "template": (
+        "lackjail.cli.delegate:template",
+        "Stored programs that match intents (.lackjail/templates).",
+    ),
+    "gate": ("lackjail.cli.gate:gate", "Check lackpy programs for CI (and with --run, run each)."),
+    "serve": ("lackjail.cli.serve:serve", "Serve lackjail to an MCP client."),
+    "doctor": ("lackjail.cli.doctor:doctor", "Check what this host supports for jails, and why."),
+    "bench": ("lackjail.cli.bench:bench", "Measure validation, jailed runs, throughput and RSS."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_HELP)
-@click.version_option(package_name="lackjail")
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported by name when first invoked; `--help` lists them
+    from their summaries without importing any."""
+
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attribute = self.lazy[cmd_name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (name, self.lazy[name][1])
+            if name in self.lazy
+            else (name, self.commands[name].get_short_help_str())
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_HELP,
+)
+@click.version_option(None, "-V", "--version", package_name="lackjail")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on internal errors.")
 @click.pass_context
 def cli(ctx, debug):
-    """Run agent-written lackpy programs in a jail."""
+    """Run agent-written lackpy programs in a jail.
+
+    \b
+    Examples:
+      lackjail run examples/hello.lackpy --param name=world
+      lackjail check --kit readonly examples/*.lackpy
+      lackjail gate --run examples
+    """
     ctx.ensure_object(dict)["debug"] = debug
 
 
-for _module, _name in COMMANDS:
-    cli.add_command(getattr(importlib.import_module(_module), _name))
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point and the one place that turns outcomes into exit codes.
 
-
-def main():
-    """Console entry point: bad input exits 2 with one line, never a traceback."""
-    debug = "--debug" in sys.argv[1:]
+    A command ends with `leave(code)` (click's Exit); bad input is a click
+    exception (exit 2, one line, or one JSON object after --json); Ctrl-C exits
+    130; anything else is an internal error (exit 1, one line unless --debug).
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rc = cli.main(standalone_mode=False, prog_name="lackjail")
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(2)
+        code = cli.main(args, standalone_mode=False, prog_name="lackjail")
+    except click.exceptions.Abort as exc:
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        click.echo("interrupted" if interrupted else "aborted", err=True)
+        code = EXIT_INTERRUPTED if interrupted else EXIT_BAD
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        code = EXIT_INTERRUPTED
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
-    except SystemExit:
-        raise
+        if "--json" in args:
+            click.echo(error_object(exc.format_message()))
+        else:
+            exc.show()
+        code = EXIT_BAD if exc.exit_code in (1, 2) else exc.exit_code
     except BrokenPipeError:
-        sys.exit(1)
+        code = EXIT_FAILED
     except Exception as exc:  # the last net: one line unless --debug
-        if debug:
+        if "--debug" in args:
             raise
         click.echo(
             f"lackjail: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True
         )
-        sys.exit(1)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        code = EXIT_FAILED
+    sys.exit(code if isinstance(code, int) else 0)

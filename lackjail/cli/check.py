@@ -4,7 +4,7 @@ import json
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, read_source
+from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave, read_source
 from lackjail.lang import spec as language_spec
 from lackjail.lang import validate
 from lackjail.lang.describe import render
@@ -26,8 +26,7 @@ from lackjail.lang.describe import render
     help="A parameter name injected by the caller (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-@click.pass_context
-def check(ctx, files, kit, params, as_json):
+def check(files, kit, params, as_json):
     """Validate lackpy programs without running them.
 
     Prints `file:line:col: message` per error (column 1-based); exit 0 when
@@ -59,7 +58,7 @@ def check(ctx, files, kit, params, as_json):
     valid = all(report["valid"] for report in reports)
     if as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))
-    ctx.exit(EXIT_OK if valid else EXIT_BAD)
+    leave(EXIT_OK if valid else EXIT_BAD)
 
 
 def _tool_names(kit: str) -> tuple:

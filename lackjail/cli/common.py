@@ -1,17 +1,41 @@
-"""Helpers shared by the subcommands: exit codes and reading program files."""
+"""Helpers shared by the subcommands: exit codes, reading programs, parameters, JSON output."""
 
+import json
 import sys
+from typing import NoReturn
 
 import click
 
 from lackjail.jsondata import jsonable
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-EXIT_HELP = "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input."
+EXIT_HELP = (
+    "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input; 130 interrupted."
+)
 
 
-def read_source(path):
+def leave(code: int) -> NoReturn:
+    """End the command with exit CODE (`main` turns it into the process's exit status)."""
+    raise click.exceptions.Exit(code)
+
+
+def exit_code(status: str) -> int:
+    """The exit code of a run that ended with STATUS (the library's status table decides)."""
+    from lackjail.api import EXIT_CODES
+
+    return EXIT_CODES.get(status, EXIT_FAILED)
+
+
+def error_object(message: str) -> str:
+    """Bad input as the one JSON object a --json caller parses (the shape of a run's result)."""
+    return json.dumps(
+        {"status": "invalid", "value": None, "output": "", "errors": [{"message": message}]},
+        ensure_ascii=False,
+    )
+
+
+def read_source(path: str) -> tuple[bytes, str]:
     """Read a program from PATH or stdin ('-'); a read failure is bad input (exit 2)."""
     try:
         if path == "-":
@@ -22,58 +46,23 @@ def read_source(path):
         raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def parse_params(pairs):
-    """`--param k=v` pairs: the value is a JSON scalar when it parses as one, else a string."""
-    import json
+def parse_params(pairs) -> dict:
+    """`--param NAME=VALUE` pairs: VALUE is parsed as JSON when it is valid JSON, else a string.
 
+    `n=3` is the int 3, `l=[1,2]` a list, `d={"a":1}` a dict, `s="x"` the string x,
+    `path=notes.txt` the string "notes.txt".
+    """
     params = {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep or not name:
             raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--param")
         try:
-            value = json.loads(raw)
-            if isinstance(value, (list, dict)):
-                value = raw
-        except ValueError:
-            value = raw
-        params[name] = value
+            params[name] = json.loads(raw)
+        except (ValueError, RecursionError):
+            params[name] = raw
     return params
 
 
-def emit_json(obj):
-    import json
-
+def emit_json(obj) -> None:
     click.echo(json.dumps(jsonable(obj), ensure_ascii=False))
-
-
-def jail_options(fn):
-    """The options every command that runs programs shares: --kit, --policy, --param, --workspace."""
-    for option in reversed(
-        [
-            click.option(
-                "--kit",
-                help="Tools the program may call: a kit name, or tool names separated by commas.",
-            ),
-            click.option(
-                "--policy",
-                default="default",
-                show_default=True,
-                help="A bundled policy name or a .toml path.",
-            ),
-            click.option(
-                "--param",
-                "params",
-                multiple=True,
-                metavar="NAME=VALUE",
-                help="A top-level name for the program; VALUE is a JSON scalar if it parses, else a string.",
-            ),
-            click.option(
-                "--workspace",
-                type=click.Path(file_okay=False),
-                help="Folder the file tools are confined to [cwd].",
-            ),
-        ]
-    ):
-        fn = option(fn)
-    return fn

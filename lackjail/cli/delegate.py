@@ -4,14 +4,8 @@ import json
 
 import click
 
-from lackjail.cli.common import (
-    EXIT_BAD,
-    emit_json,
-    jail_options,
-    jsonable,
-    parse_params,
-    read_source,
-)
+from lackjail.cli.common import EXIT_BAD, emit_json, jsonable, leave, parse_params, read_source
+from lackjail.cli.options import jail_options
 
 
 def _usage(exc) -> click.UsageError:
@@ -107,11 +101,11 @@ def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolatio
         config = infer.load_config()
         infer.check_intent(intent)
         if run:
-            from lackjail.cli.run import open_jail
+            from lackjail.cli.jail import open_jail
 
             approve = None
             if kit:
-                from lackjail.kit import terminal_approver
+                from lackjail.cli.approve import terminal_approver
 
                 approve = terminal_approver(yes)
             with open_jail(policy, kit, workspace, isolation=isolation, approve=approve) as jail:
@@ -135,7 +129,7 @@ def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolatio
         else:
             click.echo("\n".join(f"# {line}" for line in gen.program.splitlines()), err=True)
             _print_result(outcome.result)
-    raise SystemExit(outcome.exit_code)
+    leave(outcome.exit_code)
 
 
 @click.group()
@@ -184,7 +178,7 @@ def create(file, name, pattern, kit, workspace, force):
     if not verdict.valid:
         for err in verdict.errors:
             click.echo(err.format(filename), err=True)
-        raise SystemExit(EXIT_BAD)
+        leave(EXIT_BAD)
     try:
         saved = TemplateStore.at().create(name, pattern, body, force=force)
     except (TemplateError, OSError) as exc:

@@ -2,7 +2,7 @@
 
 import click
 
-from lackjail.cli.common import emit_json
+from lackjail.cli.common import EXIT_FAILED, EXIT_OK, emit_json, leave
 
 
 @click.command()
@@ -22,4 +22,4 @@ def doctor(as_json):
         for check in checks:
             mark = "ok  " if check["ok"] else "FAIL"
             click.echo(f"{mark} {check['name']}: {check['detail']}")
-    raise SystemExit(0 if level_ok else 1)
+    leave(EXIT_OK if level_ok else EXIT_FAILED)

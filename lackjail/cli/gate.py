@@ -6,9 +6,9 @@ import sys
 import click
 
 from lackjail.atomicfile import write_text_atomic
-from lackjail.cli.common import parse_params
+from lackjail.cli.common import leave, parse_params
 from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
-from lackjail.gate.report import terminal_safe
+from lackjail.terminal import terminal_safe
 
 GATE_HELP = (
     "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
@@ -152,7 +152,7 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
     progress = _progress(len(programs), quiet=fmt == "json")
     jail = None
     if run and programs:
-        from lackjail.cli.run import open_jail
+        from lackjail.cli.jail import open_jail
 
         jail = open_jail(loaded, resolved, workspace, workers=2)
     try:
@@ -178,4 +178,4 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
             click.echo(render(report, "text"), nl=False)
     else:
         click.echo(text, nl=False)
-    sys.exit(report.exit_code)
+    leave(report.exit_code)

@@ -4,40 +4,9 @@ import json
 
 import click
 
-from lackjail.cli.common import (
-    EXIT_BAD,
-    emit_json,
-    jail_options,
-    jsonable,
-    parse_params,
-    read_source,
-)
-
-
-def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, approve=None):
-    """A Jail, with bad policies, kits and hosts turned into one-line usage errors."""
-    from lackjail.api import Jail
-    from lackjail.policy import PolicyError
-    from lackjail.pool import IsolationError, PoolError
-
-    try:
-        from lackjail.kit import KitError
-    except ImportError:  # pragma: no cover - the kit package is part of the install
-        KitError = ValueError
-    try:
-        return Jail(
-            policy=policy,
-            kit=kit,
-            workers=workers,
-            workspace=workspace,
-            mode=mode,
-            isolation=isolation,
-            approve=approve,
-        )
-    except (PolicyError, KitError) as exc:
-        raise click.UsageError(str(exc)) from None
-    except (IsolationError, PoolError) as exc:
-        raise click.ClickException(str(exc)) from None
+from lackjail.cli.common import emit_json, exit_code, jsonable, leave, parse_params, read_source
+from lackjail.cli.jail import open_jail
+from lackjail.cli.options import jail_options
 
 
 def _print_human(result, filename):
@@ -94,7 +63,7 @@ def run(file, kit, policy, params, workspace, as_json, stream, dry_run, yes, mod
     values = parse_params(params)
     approve = None
     if kit:
-        from lackjail.kit import terminal_approver
+        from lackjail.cli.approve import terminal_approver
 
         approve = terminal_approver(yes)
     with open_jail(policy, kit, workspace, mode=mode, isolation=isolation, approve=approve) as jail:
@@ -104,11 +73,10 @@ def run(file, kit, policy, params, workspace, as_json, stream, dry_run, yes, mod
                 emit_json(event)
                 if event.get("event") == "result":
                     result = event
-            code = {"ok": 0, "invalid": EXIT_BAD}.get(result["status"], 1)
-            raise SystemExit(code)
+            leave(exit_code(result["status"]))
         result = jail.run(source, values, dry_run=dry_run)
     if as_json:
         emit_json(result.to_dict())
     else:
         _print_human(result, filename)
-    raise SystemExit(result.exit_code)
+    leave(exit_code(result.status))

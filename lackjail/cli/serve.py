@@ -37,15 +37,9 @@ def serve(kit, policy, workspace, workers):
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
-    from lackjail.cli.run import open_jail
-    from lackjail.kit import KitError
-    from lackjail.workspace.paths import workspace_root
+    from lackjail.cli.jail import open_jail
 
-    try:
-        root = workspace_root(workspace)
-    except KitError as exc:
-        raise click.BadParameter(str(exc), param_hint="--workspace") from None
-    with open_jail(policy, kit, root, workers=workers) as jail:
+    with open_jail(policy, kit, workspace, workers=workers) as jail:
         try:
             build_server(jail).run("stdio")
         except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error

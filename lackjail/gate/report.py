@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from lackjail.jsondata import jsonable
+from lackjail.terminal import terminal_safe
 
 PASSING = ("valid", "ok")
 
@@ -104,11 +105,6 @@ class GateReport:
 
 def render_json(report: GateReport) -> str:
     return json.dumps(jsonable(report.to_dict()), ensure_ascii=False, indent=2) + "\n"
-
-
-def terminal_safe(text) -> str:
-    """Program-made text for a terminal: control characters escaped, so they cannot drive it."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
 
 
 def _place(name: str, error: dict) -> str:

@@ -1,13 +1,12 @@
 """Kits and tools, host side: specs, providers, kit resolution, and the mediated call path.
 
 kit = resolve_kit("files", workspace=".")
-session = kit.session(policy, workspace=".", approve=terminal_approver(yes=False))
+session = kit.session(policy, workspace=".", approve=lambda call: ask_someone(call))
 outcome = session.call("read_file", ["README.md"], {})   # hostile input, never raises
 session.commit()   # or session.rollback(); session.diff() for --dry-run
 """
 
 from lackjail.errors import CommitError, KitError, LimitExceeded, ToolCallError, ToolDenied
-from lackjail.kit.approval import terminal_approver
 from lackjail.kit.assembly.docs import resolve_doc
 from lackjail.kit.assembly.kit import Kit
 from lackjail.kit.assembly.kitfile import format_kit, list_kits, read_kit, write_kit
@@ -48,6 +47,5 @@ __all__ = [
     "resolve_doc",
     "resolve_kit",
     "spec_from_function",
-    "terminal_approver",
     "write_kit",
 ]

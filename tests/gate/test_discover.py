@@ -6,7 +6,7 @@ import pytest
 
 from lackjail.gate import DiscoveryError, discover
 from lackjail.gate.discover import glob_regex
-from lackjail.gate.runner import ReadError, read_program
+from lackjail.gate.judge import ReadError, read_program
 
 
 def touch(root, *names):

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from lackjail.cli.approve import terminal_approver
 from lackjail.cli.kit import kit
-from lackjail.kit import terminal_approver
 
 
 def run(*args):

@@ -3,10 +3,10 @@
 import json
 
 import pytest
+from cli_support import lackjail
 from click.testing import CliRunner
 
-from lackjail.cli import cli
-from tests.test_cli_run import lackjail
+from lackjail.cli import COMMANDS, cli
 
 SUBCOMMANDS = [
     "run",
@@ -23,14 +23,37 @@ SUBCOMMANDS = [
 
 
 def test_every_subcommand_is_registered():
-    assert sorted(cli.commands) == sorted(SUBCOMMANDS)
+    assert sorted(cli.list_commands(None)) == sorted(SUBCOMMANDS)
+
+
+def test_subcommands_load_lazily():
+    """`lackjail --help` and `lackjail run` import no other subcommand's module."""
+    code = (
+        "import sys\n"
+        "from lackjail.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lackjail.cli.')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('lackjail.gate', 'mcp', "
+        "'lackjail.bench', 'lackjail.infer'))))\n"
+    )
+    import subprocess
+    import sys
+
+    from cli_support import cli_env
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=60
+    ).stdout.splitlines()
+    assert out[-2] == "['lackjail.cli.common']"
+    assert out[-1] == "[]"
+    assert set(COMMANDS) == set(SUBCOMMANDS)
 
 
 @pytest.mark.parametrize("name", SUBCOMMANDS)
 def test_help_explains_each_option(name):
     result = CliRunner().invoke(cli, [name, "--help"])
     assert result.exit_code == 0, result.output
-    command = cli.commands[name]
+    command = cli.get_command(None, name)
     for param in command.params:
         if getattr(param, "opts", None) and param.param_type_name == "option" and not param.hidden:
             line = next((ln for ln in result.output.splitlines() if param.opts[0] in ln), "")
@@ -40,7 +63,8 @@ def test_help_explains_each_option(name):
 def test_group_help_documents_exit_codes():
     result = CliRunner().invoke(cli, ["--help"])
     assert (
-        "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input." in result.output
+        "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input; 130 interrupted."
+        in " ".join(result.output.split())
     )
 
 

@@ -1,27 +1,9 @@
 """`lackjail run` as a user runs it: a real subprocess, real exit codes, stdin, JSON."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def lackjail(*args, stdin=None, cwd=None):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "lackjail.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd or ROOT,
-        env=env,
-    )
+from cli_support import lackjail
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Checking programs for the gate: read, validate, and (with a jail) run each one once.
+"""Judging programs for the gate: read, validate, and (with a jail) run each one once.
 
 Validation is the jail's own (the kit's names, the policy's size limit), so
 a program the gate passes is one `lackjail run` would accept; a rejected

@@ -9,6 +9,8 @@ from infer_support import ollama_text, write_config
 from lackjail.cli.delegate import delegate, template
 from lackjail.infer import TemplateStore
 
+pytestmark = pytest.mark.usefixtures("clean_env")
+
 
 def invoke(command, *args):
     return CliRunner().invoke(command, list(args), catch_exceptions=False)
