@@ -59,7 +59,6 @@ SPEC = {
         "params": "dict",
         "tools": "list",
         "jail_tools": "dict",
-        "filename": "str",
     },
     "return": {"seq": "int", "ok": "bool", "value": "any", "error": "str?", "stop": "str?"},
     "output": {"text": "str"},
@@ -514,7 +513,7 @@ LIMITS = {"output_bytes": 1000, "cpu_s": 1, "memory_mb": 64}
 OUTPUT_BUDGET = LIMITS["output_bytes"] + 65536  # what Worker.execute allows before it kills
 STREAM_KINDS = ("output", "call", "result")
 WALL_S, GRACE_S = 0.4, 0.1
-STATUS = st.sampled_from(protocol.STATUSES) | st.text(max_size=6)
+STATUS = st.sampled_from(list(protocol.STATUSES)) | st.text(max_size=6)
 ERRORS = st.lists(
     st.fixed_dictionaries(
         {"message": st.text(max_size=20)},
@@ -567,7 +566,7 @@ GOOD_RESULTS = st.fixed_dictionaries(
     {
         "t": st.just("result"),
         "id": st.just(RUN_ID),
-        "status": st.sampled_from(protocol.STATUSES),
+        "status": st.sampled_from(list(protocol.STATUSES)),
         "value": PLAIN,
         "errors": st.lists(
             st.fixed_dictionaries(
@@ -709,7 +708,6 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
                 "params": {},
                 "tools": [],
                 "jail_tools": {},
-                "filename": "<fuzz>",
             },
             WALL_S,
             GRACE_S,

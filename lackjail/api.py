@@ -19,12 +19,11 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 
-from lackjail import fanout, lang
+from lackjail import fanout, lang, protocol
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
 from lackjail.pool import Pool
 
-EXIT_CODES = {"ok": 0, "invalid": 2}  # every other status: the program ran and failed (1)
 _DONE = object()  # the end of an AsyncJail.map
 
 
@@ -49,7 +48,7 @@ class Result:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 1)
+        return protocol.exit_code(self.status)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -215,37 +214,22 @@ class Jail:
 
         def on_call(frame):
             if session is None:
-                return {
-                    "t": "return",
-                    "seq": frame["seq"],
-                    "ok": False,
-                    "value": None,
-                    "error": f"no tool named {frame['tool']!r} in this kit",
-                    "stop": None,
-                }
+                error = f"no tool named {frame['tool']!r} in this kit"
+                return protocol.make_return(frame["seq"], False, None, error, None)
             outcome = session.call(frame["tool"], frame["args"], frame["kwargs"])
             if outcome.verdict:
                 verdict.append((outcome.verdict, outcome.error))
-            return {
-                "t": "return",
-                "seq": frame["seq"],
-                "ok": bool(outcome.ok),
-                "value": outcome.value,
-                "error": outcome.error,
-                "stop": outcome.verdict,
-            }
+            return protocol.make_return(
+                frame["seq"], bool(outcome.ok), outcome.value, outcome.error, outcome.verdict
+            )
 
-        run = {
-            "t": "run",
-            "id": uuid.uuid4().hex,
-            "src": source,
-            "params": params,
-            "tools": list(self.kit.host_tools) if self.kit is not None else [],
-            "jail_tools": {k: list(v) for k, v in self.kit.jail_tools.items()}
-            if self.kit is not None
-            else {},
-            "filename": "<lackpy>",
-        }
+        run = protocol.make_run(
+            uuid.uuid4().hex,
+            source,
+            params,
+            list(self.kit.host_tools) if self.kit is not None else [],
+            {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {},
+        )
         try:
             outcome = self.pool.execute(run, on_call, on_output)
         finally:

@@ -11,15 +11,11 @@ from __future__ import annotations
 import keyword
 from collections.abc import Mapping
 
-from lackjail import lang
+from lackjail import lang, plain
 from lackjail.lang import ValidationError, ValidationResult, format_error
 from lackjail.policy import Policy, load_policy
 
 __all__ = ["Checker", "check", "format_error"]
-
-PARAM_TYPES = (type(None), bool, int, float, str, bytes, list, dict)
-MAX_PARAM_DEPTH = 50
-INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1  # what the wire carries
 
 
 class Checker:
@@ -75,14 +71,12 @@ class Checker:
             problem = self._name_problem(name)
             if problem:
                 errors.append(ValidationError(problem, rule="param-name"))
-            elif values is not None and not _plain(values[name], 0):
-                errors.append(
-                    ValidationError(
-                        f"parameter {name!r} must be plain data "
-                        "(None/bool/int/float/str/bytes/list/dict; ints within 64 bits)",
-                        rule="param-value",
-                    )
+            elif values is not None:
+                problem = plain.problem(
+                    values[name], f"parameter {name!r}", self.policy.limits.value_bytes
                 )
+                if problem:
+                    errors.append(ValidationError(problem, rule="param-value"))
         return errors
 
     def _name_problem(self, name) -> str | None:
@@ -100,20 +94,6 @@ class Checker:
         if name in self.reserved:
             return f"parameter {name!r} would hide the builtin or tool of that name; rename it"
         return None
-
-
-def _plain(value, depth: int) -> bool:
-    if depth > MAX_PARAM_DEPTH or not isinstance(value, PARAM_TYPES):
-        return False
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return INT64_MIN <= value <= UINT64_MAX
-    if isinstance(value, list):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
-    return True
 
 
 def _tool_names(kit, workspace) -> tuple:

@@ -1,9 +1,13 @@
 """Results as JSON: the plain data a run returns, made safe for json.dumps."""
 
+from lackjail import plain
+
+MAX_DEPTH = plain.MAX_DEPTH + 8  # a plain value inside a result, report or trace entry
+
 
 def jsonable(value, depth=0):
     """Plain data for json.dumps: bytes become text (undecodable bytes escaped)."""
-    if depth > 200:
+    if depth > MAX_DEPTH:
         return None
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")

@@ -12,14 +12,38 @@ import struct
 
 import msgpack
 
+from lackjail import plain
+
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20  # bytes in one frame, header excluded
 MAX_STR = 32 << 20
-MAX_ITEMS = 1 << 20  # elements of one array or map
-MAX_DEPTH = 100  # nesting of arrays and maps, the frame's own map included
+MAX_ITEMS = plain.MAX_ITEMS  # elements of one array or map
+MAX_DEPTH = plain.MAX_DEPTH + 2  # a value inside a frame's map and one list (call args)
 
-# Result statuses, the verdicts of DESIGN.md's run contract.
-STATUSES = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
+# The verdicts of a run (DESIGN.md's run contract), each with what follows from it:
+# (keeps_child: a reused child may serve another run after it,
+#  exit_code: 0 ok, 1 the program ran and failed, 2 rejected).
+STATUSES = {
+    "ok": (True, 0),
+    "invalid": (True, 2),
+    "error": (True, 1),
+    "timeout": (False, 1),
+    "memory": (False, 1),
+    "limit": (False, 1),
+    "killed": (False, 1),
+    "denied": (False, 1),
+}
+
+
+def keeps_child(status: str) -> bool:
+    """After a run ending in STATUS, may a reused child serve the next run?"""
+    return STATUSES.get(status, (False, 1))[0]
+
+
+def exit_code(status: str) -> int:
+    """The process exit code that reports STATUS (unknown statuses: 1)."""
+    return STATUSES.get(status, (False, 1))[1]
+
 
 # What each message type must carry: key -> accepted types. Extra keys are errors.
 _S, _I, _B, _F = (str,), (int,), (bool,), (int, float)
@@ -46,7 +70,6 @@ SCHEMAS = {
         "params": (dict,),
         "tools": (list,),
         "jail_tools": (dict,),
-        "filename": _S,
     },
     "return": {
         "seq": _I,
@@ -71,6 +94,75 @@ SCHEMAS = {
 
 class ProtocolError(Exception):
     """A frame that is malformed, oversized, too deep or not of the expected schema."""
+
+
+# -- message builders: the only places a frame's map is spelled out ----------
+
+
+def make_ping(token: int) -> dict:
+    return {"t": "ping", "id": token}
+
+
+def make_cancel(gen: int) -> dict:
+    return {"t": "cancel", "gen": gen}
+
+
+def make_stop() -> dict:
+    return {"t": "stop"}
+
+
+def make_ready(gen: int) -> dict:
+    return {"t": "ready", "gen": gen}
+
+
+def make_pong(token: int) -> dict:
+    return {"t": "pong", "id": token}
+
+
+def make_done(gen: int, code, sig, cpu_ms: float, max_rss_kb: int) -> dict:
+    return {
+        "t": "done",
+        "gen": gen,
+        "code": code,
+        "signal": sig,
+        "cpu_ms": cpu_ms,
+        "max_rss_kb": max_rss_kb,
+    }
+
+
+def make_run(run_id: str, src: str, params: dict, tools: list, jail_tools: dict) -> dict:
+    return {
+        "t": "run",
+        "id": run_id,
+        "src": src,
+        "params": params,
+        "tools": tools,
+        "jail_tools": jail_tools,
+    }
+
+
+def make_return(seq: int, ok: bool, value, error, stop) -> dict:
+    return {"t": "return", "seq": seq, "ok": ok, "value": value, "error": error, "stop": stop}
+
+
+def make_output(text: str) -> dict:
+    return {"t": "output", "text": text}
+
+
+def make_call(seq: int, tool: str, args: list, kwargs: dict) -> dict:
+    return {"t": "call", "seq": seq, "tool": tool, "args": args, "kwargs": kwargs}
+
+
+def make_result(run_id: str, status: str, value, errors: list, cpu_ms, max_rss_kb) -> dict:
+    return {
+        "t": "result",
+        "id": run_id,
+        "status": status,
+        "value": value,
+        "errors": errors,
+        "cpu_ms": cpu_ms,
+        "max_rss_kb": max_rss_kb,
+    }
 
 
 def encode(msg: dict) -> bytes:
@@ -204,10 +296,10 @@ def decode(body: bytes, expect=None) -> dict:
         raise
     except Exception as exc:  # msgpack raises many types for bad bytes; all mean the same here
         raise ProtocolError(f"undecodable frame: {type(exc).__name__}: {exc}"[:200]) from None
-    return check(msg, expect)
+    return verify_schema(msg, expect)
 
 
-def check(msg, expect=None) -> dict:
+def verify_schema(msg, expect=None) -> dict:
     """Schema-check a decoded message: a map, a known type, the right keys and types."""
     if not isinstance(msg, dict):
         raise ProtocolError(f"frame is a {type(msg).__name__}, not a map")

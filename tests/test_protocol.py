@@ -21,7 +21,6 @@ SAMPLES = [
         "params": {"n": 1},
         "tools": ["read_file"],
         "jail_tools": {},
-        "filename": "x",
     },
     {
         "t": "return",

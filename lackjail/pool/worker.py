@@ -20,8 +20,7 @@ SIGNAL_VERDICTS = {
     signal.SIGXCPU: ("timeout", "CPU time limit of {cpu_s} s exceeded"),
     signal.SIGSYS: ("denied", "the program made a forbidden system call and was killed by seccomp"),
 }
-GOOD_END = ("ok", "invalid", "error")
-SPIN_S = 0.0003  # how long the controller polls before it sleeps on a channel  # after these a reused child keeps serving
+SPIN_S = 0.0003  # how long the controller polls before it sleeps on a channel
 
 
 class WorkerDied(RuntimeError):
@@ -185,7 +184,7 @@ class Worker:
         """Health check: the zygote answers a ping."""
         token = int(time.monotonic_ns() & 0x7FFFFFFF)
         try:
-            self.send_ctrl({"t": "ping", "id": token})
+            self.send_ctrl(protocol.make_ping(token))
             deadline = time.monotonic() + timeout
             while True:
                 item = self._next(deadline)
@@ -251,7 +250,7 @@ class Worker:
         """Ask the zygote to exit, then make sure it did."""
         if self.alive:
             try:
-                self.send_ctrl({"t": "stop"})
+                self.send_ctrl(protocol.make_stop())
                 deadline = time.monotonic() + grace
                 while time.monotonic() < deadline:
                     pid, _ = os.waitpid(self.pid, os.WNOHANG)
@@ -292,7 +291,7 @@ class Worker:
                             errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")],
                             retire=True,
                         )
-                    self.send_ctrl({"t": "cancel", "gen": gen})
+                    self.send_ctrl(protocol.make_cancel(gen))
                     cancelled, until = True, time.monotonic() + kill_grace
                     continue
                 channel, frame = item
@@ -363,7 +362,7 @@ class Worker:
         if frame["id"] != run_id or status not in protocol.STATUSES or not _errors_ok(errors):
             self.kill()
             return Outcome("error", errors=[_msg("the jail sent a malformed result")], retire=True)
-        keep = status in GOOD_END and self.child_runs < self.runs_per_child
+        keep = protocol.keeps_child(status) and self.child_runs < self.runs_per_child
         if keep:
             self.gen = gen
         return Outcome(status, frame["value"], errors, frame["cpu_ms"], frame["max_rss_kb"])

@@ -14,13 +14,11 @@ import sys
 import time
 import types
 
-from lackjail import lang, protocol
+from lackjail import lang, plain, protocol
 
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
-MAX_VALUE_DEPTH = protocol.MAX_DEPTH - 4
 MAX_MESSAGE = 2000
-INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1
 
 
 class Stop(BaseException):
@@ -90,7 +88,7 @@ class Output:
         if self.parts:
             text = "".join(self.parts)
             self.parts, self.pending = [], 0
-            self.channel.send({"t": "output", "text": _wire_str(text)})
+            self.channel.send(protocol.make_output(plain.utf8(text)))
 
 
 def make_print(out):
@@ -102,68 +100,22 @@ def make_print(out):
     return print
 
 
-def _wire_str(text):
-    """A str msgpack can encode: lone surrogates become escapes."""
+def wire_value(value, max_size):
+    """The program's value as plain data: what plain data cannot hold becomes its text."""
     try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return plain.copy(value, "the value", max_size, lenient=True)
+    except plain.PlainError as exc:
+        raise Stop("limit", str(exc)) from None
 
 
-def plain(value, budget, strict):
-    """Convert VALUE to wire data (None/bool/int/float/str/bytes/list/dict).
-
-    BUDGET caps the bytes (a one-element list). STRICT (tool arguments) raises
-    TypeError for other types; otherwise they become their repr.
-    """
-
-    def conv(v, depth):
-        if depth > MAX_VALUE_DEPTH:
-            raise Stop("limit", f"value nests deeper than {MAX_VALUE_DEPTH} levels")
-        budget[0] -= 9
-        if v is None or isinstance(v, (bool, float)):
-            return v
-        if isinstance(v, int):
-            if INT64_MIN <= v <= UINT64_MAX:
-                return v
-            try:
-                v = str(v)
-            except ValueError:
-                raise Stop("limit", "integer too large to return") from None
-        if isinstance(v, str):
-            budget[0] -= len(v)
-            if budget[0] < 0:
-                raise Stop("limit", "value exceeds the size limit")
-            return _wire_str(v)
-        if isinstance(v, bytes):
-            budget[0] -= len(v)
-            if budget[0] < 0:
-                raise Stop("limit", "value exceeds the size limit")
-            return v
-        if isinstance(v, (list, tuple, set, frozenset)):
-            out = []
-            for item in v:
-                out.append(conv(item, depth + 1))
-                if budget[0] < 0:
-                    raise Stop("limit", "value exceeds the size limit")
-            return out
-        if isinstance(v, dict):
-            out = {}
-            for key, item in v.items():
-                if not (key is None or isinstance(key, (str, int, float, bool))):
-                    if strict:
-                        raise TypeError(
-                            f"dict keys passed to tools must be plain, not {type(key).__name__}"
-                        )
-                    key = repr(key)
-                out[conv(key, depth + 1)] = conv(item, depth + 1)
-            return out
-        if strict:
-            raise TypeError(f"a {type(v).__name__} cannot be passed to a tool")
-        return conv(repr(v), depth)
-
-    return conv(value, 0)
+def wire_args(args, kwargs, max_size):
+    """A tool call's arguments as plain data; TypeError (the program's error) otherwise."""
+    try:
+        return plain.copy([list(args), kwargs], "the arguments", max_size)
+    except plain.PlainError as exc:
+        if exc.kind == "limit":
+            raise Stop("limit", str(exc)) from None
+        raise TypeError(str(exc)) from None
 
 
 def make_stub(channel, out, name, counter, budget):
@@ -171,15 +123,8 @@ def make_stub(channel, out, name, counter, budget):
         out.flush()
         counter[0] += 1
         seq = counter[0]
-        wire_budget = [budget]
-        call = {
-            "t": "call",
-            "seq": seq,
-            "tool": name,
-            "args": plain(list(args), wire_budget, True),
-            "kwargs": plain(kwargs, wire_budget, True),
-        }
-        channel.send(call)
+        wire, wire_kw = wire_args(args, kwargs, budget)
+        channel.send(protocol.make_call(seq, name, wire, wire_kw))
         reply = channel.recv(("return",), spin=True)
         if reply["seq"] != seq:
             raise Stop("error", f"tool reply out of order (seq {reply['seq']}, expected {seq})")
@@ -277,7 +222,7 @@ def run_one(channel, msg, limits):
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = {}
             exec(code, namespace)
-            value = plain(namespace.get(VALUE_NAME), [limits["value_bytes"]], False)
+            value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             out.flush()
     except Stop as stop:
         status, value = stop.status, None
@@ -301,15 +246,8 @@ def run_one(channel, msg, limits):
         except Stop:
             pass
     cpu_ms, rss = _usage()
-    return {
-        "t": "result",
-        "id": msg["id"],
-        "status": status,
-        "value": value,
-        "errors": [{k: v for k, v in e.items() if v is not None} for e in errors],
-        "cpu_ms": cpu_ms,
-        "max_rss_kb": rss,
-    }
+    errors = [{k: v for k, v in e.items() if v is not None} for e in errors]
+    return protocol.make_result(msg["id"], status, value, errors, cpu_ms, rss)
 
 
 def _load_builtins():
@@ -345,9 +283,7 @@ class _Sink:
 def warm_up(limits):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run."""
-    run_one(
-        _Sink, {"id": "warm", "src": WARM_UP, "params": {}, "tools": [], "jail_tools": {}}, limits
-    )
+    run_one(_Sink, protocol.make_run("warm", WARM_UP, {}, [], {}), limits)
 
 
 def serve(fd_in, fd_out, limits, runs):
@@ -370,5 +306,5 @@ def serve(fd_in, fd_out, limits, runs):
                     "errors": [{"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}],
                 }
             )
-        if result["status"] not in ("ok", "invalid", "error"):
+        if not protocol.keeps_child(result["status"]):
             return  # the process may be in a bad state: a fresh child takes over

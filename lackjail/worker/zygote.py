@@ -67,22 +67,21 @@ def wait_child(pid, pidfd, gen):
             if fd == pidfd:
                 _, status, usage = os.wait4(pid, 0)
                 send(
-                    {
-                        "t": "done",
-                        "gen": gen,
-                        "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                        "cpu_ms": round((usage.ru_utime + usage.ru_stime) * 1000, 3),
-                        "max_rss_kb": usage.ru_maxrss,
-                    }
+                    protocol.make_done(
+                        gen,
+                        os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                        os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                        round((usage.ru_utime + usage.ru_stime) * 1000, 3),
+                        usage.ru_maxrss,
+                    )
                 )
                 return True
             try:
                 msg = protocol.read_frame(lambda n: os.read(CTRL_IN, n), ("ping", "cancel", "stop"))
             except (EOFError, protocol.ProtocolError):
-                msg = {"t": "stop"}
+                msg = protocol.make_stop()
             if msg["t"] == "ping":
-                send({"t": "pong", "id": msg["id"]})
+                send(protocol.make_pong(msg["id"]))
             elif msg["t"] == "cancel":
                 if msg["gen"] == gen:
                     os.kill(pid, signal.SIGKILL)
@@ -105,7 +104,7 @@ def main():
         if pid == 0:
             child(cfg, flt)
         pidfd = os.pidfd_open(pid)
-        send({"t": "ready", "gen": gen})
+        send(protocol.make_ready(gen))
         alive = wait_child(pid, pidfd, gen)
         os.close(pidfd)
         if not alive:

@@ -56,7 +56,6 @@ RUN = {
     "params": {},
     "tools": [],
     "jail_tools": {},
-    "filename": "<t>",
 }
 
 
