@@ -131,7 +131,7 @@ class Jail:
         thread.join()
 
     def delegate(self, intent, params=None, *, run=True, config=None, root=None):
-        """Write a program for INTENT (templates, rules, then models), validate it, and run it here."""
+        """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
         from lackjail import infer
 
         return infer.delegate(self, intent, params, run=run, config=config, root=root)

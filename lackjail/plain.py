@@ -65,7 +65,10 @@ def copy(value, where: str, max_size: int, *, max_items: int = MAX_ITEMS, lenien
             if not INT_MIN <= v <= INT_MAX:
                 if not lenient:
                     raise PlainError("is an integer wider than 64 bits", "type")
-                return conv(_int_text(v), depth)
+                try:
+                    return conv(str(v), depth)
+                except ValueError:  # more digits than int->str allows
+                    raise PlainError("is an integer too large to return", "limit") from None
         elif kind in _SCALARS:
             pass
         elif kind is dict or kind in sequences:
@@ -135,13 +138,6 @@ def utf8(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _int_text(v: int) -> str:
-    try:
-        return str(v)
-    except ValueError:  # more digits than int->str allows
-        return f"<int of {v.bit_length()} bits>"
 
 
 def _short(key) -> str:

@@ -23,7 +23,8 @@ def plain_copy(value, what: str, max_size: int):
 
 
 def display(value, width: int = 80, depth: int = 0):
-    """A short plain rendering of VALUE for traces and prompts; strings are repr()'d (escapes control characters)."""
+    """A short plain rendering of VALUE for traces and prompts; strings are repr()'d
+    (which escapes control characters)."""
     kind = type(value)
     if kind is str:
         if len(value) <= width:
