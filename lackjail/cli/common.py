@@ -22,9 +22,9 @@ def leave(code: int) -> NoReturn:
 
 def exit_code(status: str) -> int:
     """The exit code of a run that ended with STATUS (the library's status table decides)."""
-    from lackjail.api import EXIT_CODES
+    from lackjail.protocol import exit_code as status_exit_code
 
-    return EXIT_CODES.get(status, EXIT_FAILED)
+    return status_exit_code(status)
 
 
 def error_object(message: str) -> str:
