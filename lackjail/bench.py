@@ -418,7 +418,7 @@ def lackpy_figures(n=500):
 # -- batch (issue 14): filled in as Jail.map and `lackjail batch` land ---------------------
 
 
-def batch_figures(n=500, isolation=None, concurrency=4):
+def batch_figures(n=500, isolation=None):
     """Throughput of `Jail.map` and of `lackjail batch`, or why they are not available."""
     from lackjail.api import Jail
 
@@ -432,7 +432,7 @@ def batch_figures(n=500, isolation=None, concurrency=4):
             _settle(jail)
             t = time.perf_counter()
             count = 0
-            for result in jail.map([TRIVIAL] * total, concurrency=concurrency):
+            for result in jail.map([TRIVIAL] * total):  # its default concurrency
                 _expect(result)
                 count += 1
             elapsed = time.perf_counter() - t
