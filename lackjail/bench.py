@@ -586,7 +586,7 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
     from lackjail.api import Jail
 
     with Jail(workers=workers, mode=mode) as jail:
-        jail.pool.wait_full()
+        _settle(jail, workers)
         out = throughput(jail, callers, total)
     return {
         f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v

@@ -32,20 +32,27 @@ def _shown(value) -> str:
     help="Measure only this section (repeatable): e.g. to profile one kind of run.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
-def bench(runs, load, isolation, sections, as_json):
+@click.option(
+    "--markdown", is_flag=True, help="Print the README's table (figure, measured, goal, ratio)."
+)
+def bench(runs, load, isolation, sections, as_json, markdown):
     """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
     anchors (pydantic-monty, lackpy: the `bench` extra), and judge issue 10's goals."""
     from lackjail import bench as b
 
+    if as_json and markdown:
+        raise click.UsageError("choose one of --json and --markdown")
+    quiet = as_json or markdown
+
     def show(title, part):
-        if as_json:
+        if quiet:
             return
         click.echo(f"\n{title}")
         for key, value in part.items():
             shown = part.unavailable[key] if value is None else _shown(value)
             click.echo(f"  {key:<56} {shown:>14}")
 
-    if not as_json:
+    if not quiet:
         click.echo(f"lackjail bench: {runs} runs per latency figure, program {b.TRIVIAL!r}")
     figures = b.measure(runs, isolation, sections or SECTIONS, on_section=show)
     if load:
@@ -63,6 +70,9 @@ def bench(runs, load, isolation, sections, as_json):
             }
         )
         return
+    if markdown:
+        click.echo(_markdown(figures, judged))
+        return
     if not judged:
         return
     click.echo("\ngoals (issue 10), ratio = measured / goal, same run")
@@ -73,3 +83,17 @@ def bench(runs, load, isolation, sections, as_json):
         ratio = "-" if g.ratio is None else f"{g.ratio:.2f}"
         verdict = {True: "met", False: "not met", None: g.why or "no figure"}[g.met]
         click.echo(f"  {g.figure:<56} {measured:>14}  {goal:<36} {ratio:>7}  {verdict}")
+
+
+def _markdown(figures, judged) -> str:
+    """The README's benchmark table: the goals first, then the other figures of this run."""
+    rows = ["| figure | measured | goal | ratio |", "| --- | --- | --- | --- |"]
+    for g in judged:
+        measured = (g.why or "-") if g.measured is None else f"{_shown(g.measured)} {g.unit}"
+        goal = g.goal if g.target is None else f"{g.goal} ({_shown(g.target)})"
+        ratio = "-" if g.ratio is None else f"{g.ratio:.2f} ({'met' if g.met else 'not met'})"
+        rows.append(f"| {g.figure} | {measured} | {goal} | {ratio} |")
+    for key, value in figures.items():
+        shown = figures.unavailable.get(key, "-") if value is None else _shown(value)
+        rows.append(f"| {key} | {shown} | - | - |")
+    return "\n".join(rows)

@@ -113,3 +113,17 @@ def test_goal_ratio_is_measured_over_goal_both_ways():
     assert ceiling.ratio == pytest.approx(1.2) and ceiling.met is False
     floor = bench.Goal("throughput", 2500.0, "runs/s", ">= 2,000", 2000.0, at_least=True)
     assert floor.ratio == pytest.approx(1.25) and floor.met is True
+
+
+def test_markdown_table_has_a_row_per_goal_and_figure():
+    from lackjail.cli.bench import _markdown
+
+    figures = bench.Figures()
+    figures.update({bench.FRESH_SPARE: 500.0, bench.FRESH_SPARE_P99: 900.0, bench.REUSE: 80.0})
+    figures.missing(bench.MONTY, "not installed")
+    table = _markdown(figures, bench.goals(figures)).splitlines()
+    assert table[0] == "| figure | measured | goal | ratio |"
+    assert "| fresh p50, spares ready | 500.0 us | <= 250 us (250.0) | 2.00 (not met) |" in table
+    assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
+    assert f"| {bench.MONTY} | not installed | - | - |" in table
+    assert len(table) == 2 + len(bench.goals(figures)) + len(figures)
