@@ -37,7 +37,7 @@ system-deps:
 	fi
 
 demo: setup
-	$(VENV)/bin/lackjail check examples/*.lackpy --kit files --param name --param path
+	$(VENV)/bin/lackjail check examples --kit files --param name=world --param path=notes.txt
 	$(VENV)/bin/lackjail run examples/hello.lackpy --param name=world
 
 test: setup

@@ -64,10 +64,10 @@ def test_the_demo_check_line_passes():
 
     from lackjail.cli import cli
 
-    files = [str(p) for p in sorted(EXAMPLES.glob("*.lackpy"))]
     result = CliRunner().invoke(
-        cli, ["check", *files, "--kit", "files", "--param", "name", "--param", "path"]
+        cli,
+        ["check", str(EXAMPLES), "--kit", "files", "--param", "name=world", "--param", "path=x"],
     )
     assert result.exit_code == 0, result.output
     makefile = (EXAMPLES.parent / "Makefile").read_text()
-    assert "lackjail check examples/*.lackpy --kit files --param name --param path" in makefile
+    assert "lackjail check examples --kit files --param name=world --param path=notes.txt" in makefile

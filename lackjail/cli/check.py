@@ -1,78 +1,74 @@
 """`lackjail check` (validate programs, nothing runs) and `lackjail spec` (print the language)."""
 
 import json
+import os
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave, read_source
+from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave
+from lackjail.cli.options import program_options, setup
+from lackjail.cli.output import error_line
 from lackjail.lang import spec as language_spec
-from lackjail.lang import validate
 from lackjail.lang.describe import render
 
 
 @click.command(epilog=EXIT_HELP)
-@click.argument("files", nargs=-1, required=True, metavar="FILE...|-")
-@click.option(
-    "--kit",
-    default="",
-    metavar="KIT|A,B",
-    help="The tools programs may call: a kit name (as for run) or comma-separated tool names.",
-)
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="NAME",
-    help="A parameter name injected by the caller (repeatable).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def check(files, kit, params, as_json):
-    """Validate lackpy programs without running them.
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...|-")
+@program_options()
+def check(paths, kit, policy, params, workspace, language, as_json):
+    """Validate lackpy programs without running them, exactly as `run` would.
 
-    Prints `file:line:col: message` per error (column 1-based); exit 0 when
-    every program is valid, 2 when any is rejected or cannot be read.
+    PATHs are files, folders (searched for **/*.lackpy, hidden ones skipped,
+    as the gate does) or '-' for stdin. Prints `file:line:col: message [rule]`
+    per error (line and column 1-based); exit 0 when every program is valid,
+    2 when any is rejected or cannot be read, or the options are bad.
+
+    \b
+    Examples:
+      lackjail check examples/hello.lackpy --param name=world
+      lackjail check --kit readonly examples
+      echo 'len([1, 2])' | lackjail check - --json
     """
-    tools = _tool_names(kit)
+    from lackjail.gate.judge import ReadError, read_program
+
+    chosen = setup(policy, kit, params, workspace, language)
+    limit = chosen.policy.limits.program_bytes
     reports = []
-    for path in files:
+    for path, name in _programs(paths):
         try:
-            source, name = read_source(path)
-        except click.UsageError as exc:  # one unreadable file does not stop the others
+            source = read_program(path, limit)
+        except ReadError as exc:  # one unreadable file does not stop the others
+            error = {"message": str(exc), "rule": exc.rule}
             reports.append(
-                {
-                    "file": path,
-                    "valid": False,
-                    "errors": [{"message": exc.message, "rule": "read"}],
-                    "calls": [],
-                    "variables": [],
-                }
+                {"file": name, "valid": False, "errors": [error], "calls": [], "variables": []}
             )
             if not as_json:
-                click.echo(f"lackjail check: {exc.message}", err=True)
+                click.echo(f"lackjail check: {error_line(error, name)}", err=True)
             continue
-        result = validate(source, tools=tools, params=params)
+        result = chosen.checker.check(source, chosen.params)
         reports.append({"file": name, **result.to_dict()})
         if not as_json:
             for error in result.errors:
-                click.echo(error.format(name))
+                click.echo(error_line(error.to_dict(), name))
     valid = all(report["valid"] for report in reports)
     if as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))
     leave(EXIT_OK if valid else EXIT_BAD)
 
 
-def _tool_names(kit: str) -> tuple:
-    """The names a kit spec makes callable: a kit (bundled or in .lackjail/kits) is
-    resolved; names that are no kit or known tool are taken as given, since checking
-    runs nothing and may name tools of another host."""
-    if not kit:
-        return ()
-    from lackjail.kit import KitError, resolve_kit
+def _programs(paths):
+    """(path, name) of each program: files as given, folders walked as the gate walks them."""
+    from lackjail.gate import DEFAULT_GLOB, DiscoveryError, discover
 
-    try:
-        return tuple(resolve_kit(kit, workspace=".").names)
-    except KitError:
-        return tuple(name.strip() for name in kit.split(",") if name.strip())
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            try:
+                found = discover([path], DEFAULT_GLOB)
+            except DiscoveryError as exc:
+                raise click.BadParameter(str(exc), param_hint="PATH") from None
+            yield from ((f.path, f.name) for f in found)
+        else:
+            yield path, "<stdin>" if path == "-" else path
 
 
 @click.command(epilog=EXIT_HELP)

@@ -1,11 +1,11 @@
 """`lackjail delegate` (intent -> program -> jailed run) and `lackjail template` (the stored programs)."""
 
-import json
-
 import click
 
-from lackjail.cli.common import EXIT_BAD, emit_json, jsonable, leave, parse_params, read_source
-from lackjail.cli.options import jail_options
+from lackjail.cli.common import EXIT_BAD, EXIT_HELP, emit_json, leave, read_source
+from lackjail.cli.options import program_options, setup
+from lackjail.cli.output import error_line, print_result
+from lackjail.terminal import terminal_safe
 
 
 def _usage(exc) -> click.UsageError:
@@ -16,57 +16,16 @@ def _print_generation(gen) -> None:
     """Why no program came out: each tier's note and the last rejected attempt's errors (stderr)."""
     click.echo("lackjail: no valid program for this intent", err=True)
     for note in gen.notes:
-        click.echo(f"  {note['tier']}: {note['reason']}", err=True)
+        click.echo(terminal_safe(f"  {note['tier']}: {note['reason']}"), err=True)
     if gen.attempts:
         last = gen.attempts[-1]
         for err in last["errors"]:
-            where = f"{err['line']}:{err.get('col', 1)}: " if err.get("line") else ""
-            click.echo(f"  last attempt ({last['tier']}): {where}{err['message']}", err=True)
+            click.echo(f"  {error_line(err, f'last attempt ({last["tier"]})')}", err=True)
 
 
-def _print_result(result) -> None:
-    if result.output:
-        click.echo(result.output, nl=not result.output.endswith("\n"))
-    if result.status == "ok":
-        if result.value is not None:
-            click.echo(json.dumps(jsonable(result.value), ensure_ascii=False))
-        return
-    for err in result.errors:
-        where = f"{err['line']}:{err.get('col') or 1}: " if err.get("line") else ""
-        click.echo(f"<delegated>:{where}{result.status}: {err['message']}", err=True)
-
-
-def _kit(kit, workspace):
-    """The resolved kit (None without --kit); a bad kit is a usage error."""
-    if not kit:
-        return None
-    from lackjail.kit import KitError, resolve_kit
-
-    try:
-        return resolve_kit(kit, workspace=workspace)
-    except KitError as exc:
-        raise _usage(exc) from None
-
-
-def _validator(policy, kit, workspace, params):
-    """(kit, check): validation as the jail would do it, without starting one (for --no-run)."""
-    from lackjail import lang
-    from lackjail.policy import PolicyError, load_policy
-
-    try:
-        limits = lang.ProgramLimits(max_source_bytes=load_policy(policy).limits.program_bytes)
-    except PolicyError as exc:
-        raise _usage(exc) from None
-    resolved = _kit(kit, workspace)
-    names = tuple(resolved.names) if resolved is not None else ()
-    return resolved, lambda program: lang.validate(
-        program, tools=names, params=tuple(params), limits=limits
-    )
-
-
-@click.command()
+@click.command(epilog=EXIT_HELP)
 @click.argument("intent")
-@jail_options
+@program_options()
 @click.option(
     "--run/--no-run",
     "run",
@@ -74,29 +33,29 @@ def _validator(policy, kit, workspace, params):
     show_default=True,
     help="Run the generated program in the jail, or only print it.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print one JSON object: status, program, tier, attempts, notes, timings, result.",
-)
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
 @click.option(
     "--isolation",
     type=click.Choice(["nsjail", "seccomp", "any"]),
     help="Override the policy's isolation demand.",
 )
-def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolation):
+def delegate(intent, kit, policy, params, workspace, language, as_json, run, yes, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 
     Tiers and providers come from .lackjail/config.toml ([inference]). Exit 0
     when the program ran and succeeded (or, with --no-run, when one was
     written), 1 when it ran and failed, 2 when no valid program came out or
-    the input was bad.
+    the input was bad. --json prints one object: status, program, tier,
+    attempts, notes, timings, result.
+
+    \b
+    Examples:
+      lackjail delegate "count the lines of every python file" --kit readonly
+      lackjail delegate "read the file notes.txt" --kit readonly --no-run
     """
     from lackjail import infer
 
-    values = parse_params(params)
+    chosen = setup(policy, kit, params, workspace, language)
     try:
         config = infer.load_config()
         infer.check_intent(intent)
@@ -104,16 +63,21 @@ def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolatio
             from lackjail.cli.jail import open_jail
 
             approve = None
-            if kit:
+            if chosen.kit.names:
                 from lackjail.cli.approve import terminal_approver
 
                 approve = terminal_approver(yes)
-            with open_jail(policy, kit, workspace, isolation=isolation, approve=approve) as jail:
-                outcome = infer.delegate(jail, intent, values, run=True, config=config)
+            with open_jail(chosen, isolation=isolation, approve=approve) as jail:
+                outcome = infer.delegate(jail, intent, chosen.params, run=True, config=config)
         else:
-            resolved, check = _validator(policy, kit, workspace, values)
             outcome = infer.DelegateResult(
-                infer.generate(intent, resolved, tuple(values), config=config, check=check)
+                infer.generate(
+                    intent,
+                    chosen.kit,
+                    tuple(chosen.params),
+                    config=config,
+                    check=lambda program: chosen.checker.check(program, chosen.params),
+                )
             )
     except (infer.ConfigError, infer.IntentError) as exc:
         raise _usage(exc) from None
@@ -123,12 +87,13 @@ def delegate(intent, kit, policy, params, workspace, run, as_json, yes, isolatio
     elif not gen.ok:
         _print_generation(gen)
     else:
-        click.echo(f"# tier: {gen.tier} ({gen.source})", err=True)
+        click.echo(terminal_safe(f"# tier: {gen.tier} ({gen.source})"), err=True)
+        program = terminal_safe(gen.program, multiline=True)
         if outcome.result is None:
-            click.echo(gen.program)
+            click.echo(program)
         else:
-            click.echo("\n".join(f"# {line}" for line in gen.program.splitlines()), err=True)
-            _print_result(outcome.result)
+            click.echo("\n".join(f"# {line}" for line in program.splitlines()), err=True)
+            print_result(outcome.result, "<delegated>")
     leave(outcome.exit_code)
 
 
@@ -160,7 +125,6 @@ def create(file, name, pattern, kit, workspace, force):
     a string literal) or inside a string literal; captured text is always
     inserted as a string value, never as code.
     """
-    from lackjail import lang
     from lackjail.infer import TemplateError, TemplateStore
     from lackjail.infer.templates import IntentPattern
 
@@ -172,12 +136,10 @@ def create(file, name, pattern, kit, workspace, force):
         raise click.UsageError(f"{filename} is not UTF-8 text") from None
     except TemplateError as exc:
         raise _usage(exc) from None
-    resolved = _kit(kit, workspace)
-    tools = tuple(resolved.names) if resolved is not None else ()
-    verdict = lang.validate(body, tools=tools, params=names)
+    verdict = setup("default", kit, (), workspace).checker.check(body, names)
     if not verdict.valid:
         for err in verdict.errors:
-            click.echo(err.format(filename), err=True)
+            click.echo(error_line(err.to_dict(), filename), err=True)
         leave(EXIT_BAD)
     try:
         saved = TemplateStore.at().create(name, pattern, body, force=force)

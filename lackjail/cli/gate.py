@@ -6,7 +6,8 @@ import sys
 import click
 
 from lackjail.atomicfile import write_text_atomic
-from lackjail.cli.common import leave, parse_params
+from lackjail.cli.common import leave
+from lackjail.cli.options import program_options, setup
 from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
 from lackjail.terminal import terminal_safe
 
@@ -14,31 +15,6 @@ GATE_HELP = (
     "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
     "2 bad input (path, glob, policy, kit, format, output)."
 )
-
-
-def _resolve(policy, kit, workspace):
-    """(Policy, Kit) or one-line usage errors naming the option."""
-    from lackjail.kit import KitError, resolve_kit
-    from lackjail.policy import PolicyError, load_policy
-
-    try:
-        loaded = load_policy(policy)
-    except PolicyError as exc:
-        raise click.BadParameter(str(exc), param_hint="--policy") from None
-    try:
-        return loaded, resolve_kit(kit, workspace=workspace or os.getcwd())
-    except KitError as exc:
-        raise click.BadParameter(str(exc), param_hint="--kit") from None
-
-
-def _check_params(values: dict, kit) -> dict:
-    """Parameters the jail would refuse, refused here once instead of once per program."""
-    from lackjail.checker import Checker
-
-    errors = Checker(kit=kit).param_errors(values)
-    if errors:
-        raise click.BadParameter(errors[0].message, param_hint="--param")
-    return values
 
 
 def _output_folder(output):
@@ -90,42 +66,19 @@ def _progress(count: int, quiet: bool):
     help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH always counts.",
 )
 @click.option(
-    "--policy",
-    default="ci",
-    show_default=True,
-    help="A bundled policy name or a .toml path; 'ci' keeps the workspace read-only.",
-)
-@click.option(
-    "--kit", help="Tools the programs may call: a kit name, or tool names separated by commas."
-)
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A top-level name for every program; VALUE is a JSON scalar if it parses, else a string.",
-)
-@click.option(
     "--run",
     is_flag=True,
     help="Also run each valid program once in the jail; a failed run fails the gate.",
 )
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, exists=True),
-    help="Folder the file tools are confined to [cwd].",
-)
+@program_options(policy="ci")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format [text].")
-@click.option(
-    "--json", "as_json", is_flag=True, help="The same as --format json; nothing else is printed."
-)
 @click.option(
     "--output",
     "-o",
     type=click.Path(dir_okay=False),
     help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.",
 )
-def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, output):
+def gate(paths, pattern, run, kit, policy, params, workspace, language, as_json, fmt, output):
     """Check lackpy programs for CI: validate each (and with --run, run each in the jail).
 
     PATHs are files or folders [.]; folders are searched with --glob, skipping
@@ -138,8 +91,7 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
     fmt = "json" if as_json else fmt or "text"
     if output:
         _output_folder(output)
-    loaded, resolved = _resolve(policy, kit, workspace)
-    values = _check_params(parse_params(params), resolved)
+    chosen = setup(policy, kit, params, workspace, language)
     try:
         programs = discover(paths, pattern)
     except DiscoveryError as exc:
@@ -154,9 +106,9 @@ def gate(paths, pattern, policy, kit, params, run, workspace, fmt, as_json, outp
     if run and programs:
         from lackjail.cli.jail import open_jail
 
-        jail = open_jail(loaded, resolved, workspace, workers=2)
+        jail = open_jail(chosen, workers=2)
     try:
-        checker = Gate(loaded, resolved, values, jail=jail)
+        checker = Gate(chosen.policy, chosen.kit, chosen.params, jail=jail, language=language)
         if progress is None:
             report = checker.run_all(programs)
         else:

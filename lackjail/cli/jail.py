@@ -15,23 +15,24 @@ def workspace_folder(workspace) -> str:
         raise click.BadParameter(str(exc), param_hint="--workspace") from None
 
 
-def open_jail(policy, kit, workspace, workers=1, mode=None, isolation=None, approve=None):
-    """A Jail for run, gate, delegate and serve; a bad policy, kit or workspace exits 2."""
+def open_jail(setup, workers=1, mode=None, isolation=None, approve=None):
+    """A Jail for run, gate, delegate and serve from the resolved shared options (a `Setup`);
+    a host that cannot run jails is one line and exit 2."""
     from lackjail.api import Jail
-    from lackjail.kit import KitError
+    from lackjail.errors import KitError
     from lackjail.policy import PolicyError
     from lackjail.pool import IsolationError, PoolError
 
-    root = workspace_folder(workspace)
     try:
         return Jail(
-            policy=policy,
-            kit=kit,
+            policy=setup.policy,
+            kit=setup.kit,
             workers=workers,
-            workspace=root,
+            workspace=setup.workspace,
             mode=mode,
             isolation=isolation,
             approve=approve,
+            language=setup.language,
         )
     except (PolicyError, KitError) as exc:
         raise click.UsageError(str(exc)) from None

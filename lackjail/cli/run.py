@@ -1,41 +1,16 @@
 """`lackjail run`: validate a program and run it in the jail."""
 
-import json
-
 import click
 
-from lackjail.cli.common import emit_json, exit_code, jsonable, leave, parse_params, read_source
+from lackjail.cli.common import EXIT_HELP, emit_json, exit_code, leave, read_source
 from lackjail.cli.jail import open_jail
-from lackjail.cli.options import jail_options
+from lackjail.cli.options import program_options, setup
+from lackjail.cli.output import print_result
 
 
-def _print_human(result, filename):
-    if result.output:
-        click.echo(result.output, nl=not result.output.endswith("\n"))
-    if result.status == "ok":
-        if result.value is not None:
-            click.echo(json.dumps(jsonable(result.value), ensure_ascii=False))
-        if result.diff:
-            click.echo(result.diff, nl=False)
-        return
-    for err in result.errors:
-        where = (
-            f"{filename}:{err['line']}:{err.get('col') or 1}: "
-            if err.get("line")
-            else f"{filename}: "
-        )
-        click.echo(f"{where}{result.status}: {err['message']}", err=True)
-
-
-@click.command()
+@click.command(epilog=EXIT_HELP)
 @click.argument("file")
-@jail_options
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print one JSON object: status, value, output, errors, trace, isolation, stats.",
-)
+@program_options()
 @click.option(
     "--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result."
 )
@@ -53,30 +28,40 @@ def _print_human(result, filename):
     type=click.Choice(["nsjail", "seccomp", "any"]),
     help="Override the policy's isolation demand.",
 )
-def run(file, kit, policy, params, workspace, as_json, stream, dry_run, yes, mode, isolation):
+def run(
+    file, kit, policy, params, workspace, language, as_json, stream, dry_run, yes, mode, isolation
+):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
-    Exit 0 when it ran and succeeded, 1 when it ran and failed (error, timeout,
-    limit, ...), 2 when it was rejected or the input was bad.
+    Prints what the program printed and the value of its last expression;
+    --json prints one object (status, value, output, errors, trace,
+    isolation, stats), also for bad input.
+
+    \b
+    Examples:
+      lackjail run examples/hello.lackpy --param name=world
+      echo 'sum([1, 2, 3])' | lackjail run -
+      lackjail run examples/count_lines.lackpy --kit readonly --json
+      lackjail run examples/rename_todo.lackpy --kit files --param path=examples/notes.txt --dry-run
     """
+    chosen = setup(policy, kit, params, workspace, language)
     source, filename = read_source(file)
-    values = parse_params(params)
     approve = None
-    if kit:
+    if chosen.kit.names:
         from lackjail.cli.approve import terminal_approver
 
         approve = terminal_approver(yes)
-    with open_jail(policy, kit, workspace, mode=mode, isolation=isolation, approve=approve) as jail:
+    with open_jail(chosen, mode=mode, isolation=isolation, approve=approve) as jail:
         if stream:
             result = None
-            for event in jail.stream(source, values, dry_run=dry_run):
+            for event in jail.stream(source, chosen.params, dry_run=dry_run):
                 emit_json(event)
                 if event.get("event") == "result":
                     result = event
             leave(exit_code(result["status"]))
-        result = jail.run(source, values, dry_run=dry_run)
+        result = jail.run(source, chosen.params, dry_run=dry_run)
     if as_json:
         emit_json(result.to_dict())
     else:
-        _print_human(result, filename)
+        print_result(result, filename)
     leave(exit_code(result.status))

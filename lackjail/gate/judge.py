@@ -14,7 +14,6 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from lackjail import lang
 from lackjail.gate.discover import STDIN, Found
 from lackjail.gate.report import GateReport, ProgramReport
 
@@ -22,26 +21,26 @@ from lackjail.gate.report import GateReport, ProgramReport
 class Gate:
     """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL when one is given."""
 
-    def __init__(self, policy, kit, params=None, jail=None, root=None):
+    def __init__(self, policy, kit, params=None, jail=None, root=None, language=None):
+        from lackjail.checker import Checker
+
         self.policy = policy
         self.kit = kit
         self.params = dict(params or {})
         self.jail = jail
         self.root = os.path.abspath(root or os.getcwd())
-        self.limits = lang.ProgramLimits(max_source_bytes=policy.limits.program_bytes)
+        self.checker = jail.checker if jail is not None else Checker(policy, kit, language)
 
     def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
         """The validation report, and the source when it is valid (None otherwise)."""
         started = time.perf_counter()
         try:
-            source = read_program(program.path, self.limits.max_source_bytes)
+            source = read_program(program.path, self.policy.limits.program_bytes)
         except ReadError as exc:
             return ProgramReport(
                 program.name, "rejected", [{"message": str(exc), "rule": exc.rule}]
             ), None
-        result = lang.validate(
-            source, tools=tuple(self.kit.names), params=tuple(self.params), limits=self.limits
-        )
+        result = self.checker.check(source, self.params)
         report = ProgramReport(
             program.name,
             "valid" if result.valid else "rejected",

@@ -23,14 +23,14 @@ def run(command, args, stdin=None):
 
 def test_valid_files_exit_zero(files):
     good, _ = files
-    result = run(check, ["--kit", "read_file", "--param", "path", str(good)])
+    result = run(check, ["--kit", "read_file", "--param", "path=x", str(good)])
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
 
 
 def test_errors_print_file_line_col_and_exit_two(files):
     good, bad = files
-    result = run(check, [str(good), str(bad), "--param", "path"])
+    result = run(check, [str(good), str(bad), "--param", "path=x"])
     assert result.exit_code == 2
     assert result.stdout.splitlines() == [
         f"{good}:1:5: 'read_file' is not a tool, an allowed builtin or a parameter [unknown-call]",
@@ -41,8 +41,10 @@ def test_errors_print_file_line_col_and_exit_two(files):
 
 def test_kit_and_params(files):
     good, _ = files
-    assert run(check, ["--kit", "other,read_file", "--param", "path", str(good)]).exit_code == 0
-    assert run(check, ["--kit", "other", "--param", "path", str(good)]).exit_code == 2
+    assert (
+        run(check, ["--kit", "find_files,read_file", "--param", "path=x", str(good)]).exit_code == 0
+    )
+    assert run(check, ["--kit", "find_files", "--param", "path=x", str(good)]).exit_code == 2
 
 
 def test_stdin():
@@ -54,7 +56,7 @@ def test_stdin():
 
 def test_json(files):
     good, bad = files
-    result = run(check, ["--json", "--kit", "read_file", "--param", "path", str(good), str(bad)])
+    result = run(check, ["--json", "--kit", "read_file", "--param", "path=x", str(good), str(bad)])
     assert result.exit_code == 2
     data = json.loads(result.stdout)
     assert data["valid"] is False
@@ -74,7 +76,7 @@ def test_json(files):
 def test_unreadable_file_is_reported_and_others_still_checked(files, tmp_path):
     good, _ = files
     missing = tmp_path / "missing.lackpy"
-    result = run(check, ["--kit", "read_file", "--param", "path", str(missing), str(good)])
+    result = run(check, ["--kit", "read_file", "--param", "path=x", str(missing), str(good)])
     assert result.exit_code == 2
     assert "cannot read" in result.stderr and "Traceback" not in result.output
     data = json.loads(run(check, ["--json", str(missing)]).stdout)

@@ -1,0 +1,176 @@
+"""One set of shared options with one meaning on run, check, gate, delegate and serve; --param
+values; bad input as JSON after --json; Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+import pytest
+from cli_support import cli_env, lackjail
+from click.testing import CliRunner
+
+from lackjail.cli import cli, main
+from lackjail.cli.common import parse_params
+
+SHARED = ["--kit", "--policy", "--workspace", "--language"]
+PROGRAM_COMMANDS = ["run", "check", "gate", "delegate"]
+
+
+def options_of(name: str) -> dict:
+    command = cli.get_command(None, name)
+    return {opt: p for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+
+
+@pytest.mark.parametrize("name", [*PROGRAM_COMMANDS, "serve"])
+def test_every_command_takes_the_shared_options(name):
+    options = options_of(name)
+    for opt in SHARED + (["--param", "--json"] if name != "serve" else []):
+        assert opt in options, f"{name} lacks {opt}"
+
+
+@pytest.mark.parametrize("opt", SHARED + ["--param", "--json"])
+def test_a_shared_option_means_the_same_everywhere(opt):
+    helps = {options_of(name)[opt].help for name in PROGRAM_COMMANDS}
+    assert len(helps) == 1, helps
+    kinds = {
+        (options_of(name)[opt].multiple, options_of(name)[opt].metavar) for name in PROGRAM_COMMANDS
+    }
+    assert len(kinds) == 1
+
+
+def test_language_choices_are_the_validators_levels():
+    from lackjail.lang import LANGUAGES
+
+    assert list(options_of("check")["--language"].type.choices) == list(LANGUAGES)
+
+
+def invoke(*args, stdin=None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+@pytest.fixture
+def hello(tmp_path):
+    path = tmp_path / "hello.lackpy"
+    path.write_text('f"hello, {name}"\n')
+    return str(path)
+
+
+def test_check_param_takes_name_equals_value_as_run_does(hello):
+    assert invoke("check", hello, "--param", "name=world").exit_code == 0
+    for bad, says in [("novalue", "is not NAME=VALUE"), ("len=3", "would hide the builtin")]:
+        checked, ran = invoke("check", hello, "--param", bad), invoke("run", hello, "--param", bad)
+        assert checked.exit_code == ran.exit_code == 2
+        assert says in checked.output and says in ran.output
+
+
+def test_check_unknown_kit_fails_like_run(hello):
+    for command in ("check", "run", "gate"):
+        result = invoke(command, hello, "--kit", "nokit")
+        assert result.exit_code == 2 and "no kit named 'nokit'" in result.output, command
+
+
+def test_check_walks_folders_like_the_gate(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "ok.lackpy").write_text("1 + 1\n")
+    (tmp_path / "a" / "bad.lackpy").write_text("import os\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "skipped.lackpy").write_text("import os\n")
+    (tmp_path / "notes.txt").write_text("import os\n")
+    result = invoke("check", str(tmp_path), "--json")
+    assert result.exit_code == 2
+    files = {os.path.basename(f["file"]): f["valid"] for f in json.loads(result.output)["files"]}
+    assert files == {"ok.lackpy": True, "bad.lackpy": False}
+
+
+def test_param_values_parse_as_json_else_strings():
+    assert parse_params(
+        ["l=[1,2]", 'd={"a": 1}', "n=3", "f=2.5", "b=true", "z=null", 's="x"', "path=notes.txt"]
+    ) == {
+        "l": [1, 2],
+        "d": {"a": 1},
+        "n": 3,
+        "f": 2.5,
+        "b": True,
+        "z": None,
+        "s": "x",
+        "path": "notes.txt",
+    }
+    assert parse_params(["e=", "t=[1,", "deep=" + "[" * 100_000]) == {
+        "e": "",
+        "t": "[1,",
+        "deep": "[" * 100_000,
+    }
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["run", "missing.lackpy", "--json"], "cannot read missing.lackpy"),
+        (["run", "-", "--json", "--mode", "fast"], "'--mode'"),
+        (["run", "-", "--json", "--policy", "nosuch"], "no policy named 'nosuch'"),
+        (["run", "-", "--json", "--param", "1x=2"], "not a valid identifier"),
+        (["check", "-", "--json", "--kit", "nokit"], "no kit named 'nokit'"),
+    ],
+)
+def test_json_callers_get_bad_input_as_one_json_object(args, says, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 2
+    out = capsys.readouterr().out
+    error = json.loads(out)
+    assert error["status"] == "invalid" and says in error["errors"][0]["message"]
+
+
+def test_ctrl_c_exits_130_in_process(monkeypatch, capsys):
+    from lackjail.cli import check as check_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_module, "setup", interrupted)
+    with pytest.raises(SystemExit) as done:
+        main(["check", "-"])
+    assert done.value.code == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def _reading_stdin(pid: int) -> bool:
+    """True while PID sits in read(0, ...) (the program is being read from stdin)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as fh:
+            fields = fh.read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 0
+
+
+def test_ctrl_c_exits_130_as_a_user_sees_it():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", "run", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _reading_stdin(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+
+
+def test_version_flag():
+    for flag in ("-V", "--version"):
+        proc = lackjail(flag)
+        assert proc.returncode == 0 and proc.stdout.startswith("lackjail, version ")
