@@ -9,6 +9,7 @@ installed its figures say so and no ratio is made up.
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import threading
@@ -165,15 +166,76 @@ def _stat_fields(pid):
         return fh.read().rsplit(b")", 1)[1].split()
 
 
-def _reaped_child_faults(zygotes):
-    """Minor faults of all children the zygotes have reaped (cminflt, field 11)."""
-    total = 0
-    for z in zygotes:
-        try:
-            total += int(_stat_fields(z.pid)[11 - 3])
-        except (OSError, IndexError):
-            pass
-    return total
+@dataclass
+class Usage:
+    """CPU seconds and minor faults so far: this process (the controller), the zygotes, and
+    all their children (reaped ones through the zygotes' c* fields, live ones read directly)."""
+
+    zygotes: frozenset
+    controller_cpu: float
+    zygote_cpu: float
+    child_cpu: float
+    child_faults: int
+
+    @classmethod
+    def now(cls) -> Usage:
+        import resource
+
+        import psutil
+
+        tick = os.sysconf("SC_CLK_TCK")
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        zygote_cpu = child_cpu = 0.0
+        child_faults = 0
+        pids = set()
+        for z in _zygotes():
+            try:
+                f = _stat_fields(z.pid)
+                children = [_stat_fields(c.pid) for c in z.children()]
+            except (OSError, psutil.NoSuchProcess):
+                continue
+            pids.add(z.pid)
+            # fields 10 minflt, 11 cminflt, 14 utime, 15 stime, 16 cutime, 17 cstime
+            zygote_cpu += (int(f[14 - 3]) + int(f[15 - 3])) / tick
+            child_cpu += (int(f[16 - 3]) + int(f[17 - 3])) / tick
+            child_faults += int(f[11 - 3])
+            for c in children:
+                child_cpu += (int(c[14 - 3]) + int(c[15 - 3])) / tick
+                child_faults += int(c[10 - 3])
+        return cls(
+            frozenset(pids),
+            own.ru_utime + own.ru_stime,
+            zygote_cpu,
+            child_cpu,
+            child_faults,
+        )
+
+
+def _spent(label, before: Usage, after: Usage, runs: int, wall_s: float) -> Figures:
+    """Per run, what a window of RUNS runs cost each process: where the time goes."""
+    figures = Figures()
+    names = [f"{label}: wall per run (us)"]
+    names += [
+        f"{label}: CPU per run, {part} (us)" for part in ("controller", "zygotes", "children")
+    ]
+    names.append(f"{label}: CPU ceiling on {os.cpu_count()} cores (runs/s)")
+    if not before.zygotes or before.zygotes != after.zygotes:
+        for name in names:
+            figures.missing(name, "a jail was replaced during the runs (try a smaller -n)")
+        return figures
+    per = [
+        wall_s,
+        after.controller_cpu - before.controller_cpu,
+        after.zygote_cpu - before.zygote_cpu,
+        after.child_cpu - before.child_cpu,
+    ]
+    for name, value in zip(names, per):
+        figures[name] = value / runs * 1e6
+    cpu = sum(per[1:]) / runs
+    figures[names[-1]] = os.cpu_count() / cpu if cpu > 0 else None
+    if cpu <= 0:
+        figures.missing(names[-1], "no CPU time was counted")
+    return figures
 
 
 def _spare_faults(zygotes):
@@ -219,16 +281,21 @@ def fresh_figures(n=500, isolation=None, callers=4):
         zygotes = _zygotes()
         figures["zygote RSS (MB)"] = max((z.memory_info().rss / 2**20 for z in zygotes), default=0)
         ready = _spare_faults(zygotes)
-        before = _reaped_child_faults(zygotes)
+        before, t = Usage.now(), time.perf_counter()
         back = _run_latency(jail, n)
+        wall = time.perf_counter() - t
         _settle(jail)
-        after = _reaped_child_faults(_zygotes())
+        after = Usage.now()
         figures[FRESH_B2B] = pct(back, 0.5)
         figures[FRESH_B2B_P99] = pct(back, 0.99)
-        # each fresh run ends exactly one child; the zygotes reap them all (wait4)
-        figures[FAULTS] = (after - before) / n if len(_zygotes()) == len(zygotes) else None
-        if figures[FAULTS] is None:
-            figures.missing(FAULTS, "a jail was replaced during the run")
+        spent = _spent("fresh back to back", before, after, n, wall)
+        figures.update(spent)
+        figures.unavailable.update(spent.unavailable)
+        # each fresh run ends one child: the children's faults per run are faults per child
+        if before.zygotes and before.zygotes == after.zygotes:
+            figures[FAULTS] = (after.child_faults - before.child_faults) / n
+        else:
+            figures.missing(FAULTS, "a jail was replaced during the runs (try a smaller -n)")
         figures[FAULTS_READY] = statistics.median(ready) if ready else None
         if not ready:
             figures.missing(FAULTS_READY, "no spare child found under the zygotes")
@@ -246,7 +313,12 @@ def reuse_figures(n=500, isolation=None, callers=4):
     with Jail(workers=WORKERS, mode="reuse", isolation=isolation) as jail:
         _expect(jail.run(TRIVIAL))
         _settle(jail)
+        before, t = Usage.now(), time.perf_counter()
         reuse = _run_latency(jail, n)
+        wall = time.perf_counter() - t
+        spent = _spent("reuse back to back", before, Usage.now(), n, wall)
+        figures.update(spent)
+        figures.unavailable.update(spent.unavailable)
         figures[REUSE] = pct(reuse, 0.5)
         figures[REUSE_P99] = pct(reuse, 0.99)
         figures[TPUT_REUSE] = throughput(jail, callers, total=n * 4)["runs/s"]

@@ -66,6 +66,18 @@ def test_bench_json_has_every_figure_of_issue_10(bench_json):
     assert figures[bench.FAULTS_READY] > 0 and figures[bench.FAULTS] > 0
 
 
+def test_bench_says_where_the_time_goes(bench_json):
+    """Per run: wall time and CPU in the controller, the zygotes and the children."""
+    figures, unavailable = bench_json["figures"], bench_json["unavailable"]
+    for mode in ("fresh", "reuse"):
+        parts = {k: v for k, v in figures.items() if k.startswith(f"{mode} back to back: ")}
+        assert len(parts) == 5, parts
+        for name, value in parts.items():
+            assert (value is not None and value >= 0) or unavailable[name], name
+    controller = figures["fresh back to back: CPU per run, controller (us)"]
+    assert controller is None or controller > 0  # rusage counts microseconds: never zero
+
+
 def test_goals_are_ratios_of_figures_from_the_same_run(bench_json):
     figures = bench_json["figures"]
     goals = {g["figure"]: g for g in bench_json["goals"]}
