@@ -11,6 +11,7 @@ import sys
 import click
 
 from lackjail.cli.common import EXIT_BAD, EXIT_FAILED, EXIT_HELP, EXIT_INTERRUPTED, error_object
+from lackjail.terminal import terminal_safe
 
 # name -> ("module:attribute", one-line summary for --help); imported on first use.
 COMMANDS = {
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted", err=True)
         code = EXIT_INTERRUPTED
     except click.ClickException as exc:
+        exc.message = terminal_safe(exc.message)  # messages may quote workspace-chosen names
         if "--json" in args:
             click.echo(error_object(exc.format_message()))
         else:

@@ -1,5 +1,6 @@
 """terminal_approver: asking the person at the terminal whether a tool call may go ahead."""
 
+import json
 import sys
 import threading
 
@@ -9,8 +10,9 @@ from lackjail.terminal import terminal_safe
 
 
 def _format_call(call: dict) -> str:
-    args = [str(a) for a in call.get("args", [])]
-    args += [f"{k}={v}" for k, v in call.get("kwargs", {}).items()]
+    """`tool("a", 1, key=[2])`: the trace's plain arguments written as JSON values."""
+    args = [json.dumps(a, ensure_ascii=False) for a in call.get("args", [])]
+    args += [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.get("kwargs", {}).items()]
     return f"{call['tool']}({', '.join(args)})"
 
 

@@ -145,7 +145,7 @@ def create(file, name, pattern, kit, workspace, force):
         saved = TemplateStore.at().create(name, pattern, body, force=force)
     except (TemplateError, OSError) as exc:
         raise _usage(exc) from None
-    click.echo(f"saved template {saved.name} to {saved.path}")
+    click.echo(terminal_safe(f"saved template {saved.name} to {saved.path}"))
 
 
 @template.command("list")
@@ -164,6 +164,7 @@ def list_templates(as_json):
         emit_json([t.to_dict() for t in templates])
     else:
         for t in templates:
-            click.echo(f"{t.name}\t{t.pattern.text}\tok={t.success_count} failed={t.fail_count}")
+            row = f"{t.name}\t{t.pattern.text}\tok={t.success_count} failed={t.fail_count}"
+            click.echo(terminal_safe(row, multiline=True))
     for problem in problems:
-        click.echo(f"skipped {problem}", err=True)
+        click.echo(terminal_safe(f"skipped {problem}"), err=True)

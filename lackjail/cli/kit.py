@@ -8,6 +8,7 @@ import click
 
 from lackjail.cli.common import emit_json
 from lackjail.kit import KitError, default_toolbox, format_kit, list_kits, resolve_kit, write_kit
+from lackjail.terminal import terminal_safe
 
 
 class BadInput(click.ClickException):
@@ -65,7 +66,7 @@ def list_command(workspace, as_json):
             if "error" in row
             else f"{len(row['tools'])} tools, w={row['grade']['w']}  {row['description']}"
         )
-        click.echo(f"{row['name']:<16} {row['source']:<9} {about}".rstrip())
+        click.echo(terminal_safe(f"{row['name']:<16} {row['source']:<9} {about}".rstrip()))
 
 
 @kit.command("info")
@@ -84,7 +85,7 @@ def info_command(name, workspace, as_json):
     if as_json:
         emit_json(resolved.to_dict())
     else:
-        click.echo(resolved.describe(), nl=False)
+        click.echo(terminal_safe(resolved.describe(), multiline=True), nl=False)
 
 
 @kit.command("create")

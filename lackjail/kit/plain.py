@@ -8,6 +8,7 @@ and approval prompts.
 
 from lackjail import plain
 from lackjail.errors import ToolCallError
+from lackjail.terminal import terminal_safe
 
 CALL_MAX_ITEMS = 100_000  # list elements plus dict entries of one call's arguments or result
 ARGS_MAX_SIZE = 32 << 20  # bytes of all arguments of one call
@@ -22,26 +23,30 @@ def plain_copy(value, what: str, max_size: int):
         raise ToolCallError(str(exc)) from None
 
 
-def display(value, width: int = 80, depth: int = 0):
-    """A short plain rendering of VALUE for traces and prompts; strings are repr()'d
-    (which escapes control characters)."""
+def display(value, width: int = 80, depth: int = 0, quote: bool = True):
+    """A short plain rendering of VALUE for traces, prompts and messages: long strings and
+    containers are cut, bytes summarized. Strings are repr()'d (QUOTE, for messages) or kept
+    as text with control characters escaped (for the trace, whose args are JSON values)."""
     kind = type(value)
     if kind is str:
-        if len(value) <= width:
-            return repr(value)
-        return f"{value[:width]!r}…(+{len(value) - width} chars)"
+        cut = value[:width]
+        more = f"…(+{len(value) - width} chars)" if len(value) > width else ""
+        return f"{cut!r}{more}" if quote else terminal_safe(cut) + more
     if kind is bytes:
         return f"<{len(value)} bytes>"
     if kind in (list, tuple):
         if depth >= 2:
             return f"[…{len(value)} items]"
-        shown = [display(v, width // 2, depth + 1) for v in value[:5]]
+        shown = [display(v, width // 2, depth + 1, quote) for v in value[:5]]
         return shown + ([f"…(+{len(value) - 5} items)"] if len(value) > 5 else [])
     if kind is dict:
         if depth >= 2:
             return f"{{…{len(value)} keys}}"
         keys = list(value)[:5]
-        shown = {str(display(k, 40)): display(value[k], width // 2, depth + 1) for k in keys}
+        shown = {
+            str(display(k, 40, 0, quote)): display(value[k], width // 2, depth + 1, quote)
+            for k in keys
+        }
         if len(value) > 5:
             shown["…"] = f"+{len(value) - 5} keys"
         return shown

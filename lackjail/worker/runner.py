@@ -68,11 +68,20 @@ class Channel:
 
 
 class Output:
-    """Captured print output: buffered, capped, flushed as `output` frames."""
+    """Captured print output: capped, and sent as `output` frames promptly but in batches.
+
+    Text written when nothing was sent for FLUSH_S goes out at once (so a long
+    run shows its progress live); text written sooner waits, up to FLUSH_S or
+    FLUSH_BYTES, for the next write, tool call or the end of the run.
+    """
+
+    FLUSH_S = 0.05
+    FLUSH_BYTES = 8192
 
     def __init__(self, channel, cap):
         self.channel, self.cap = channel, cap
         self.parts, self.pending, self.total = [], 0, 0
+        self.sent_at = 0.0
 
     def write(self, text):
         size = len(text)
@@ -81,7 +90,7 @@ class Output:
         self.total += size
         self.parts.append(text)
         self.pending += size
-        if self.pending >= 8192:
+        if self.pending >= self.FLUSH_BYTES or time.monotonic() - self.sent_at >= self.FLUSH_S:
             self.flush()
 
     def flush(self):
@@ -89,6 +98,7 @@ class Output:
             text = "".join(self.parts)
             self.parts, self.pending = [], 0
             self.channel.send(protocol.make_output(plain.utf8(text)))
+            self.sent_at = time.monotonic()
 
 
 def make_print(out):

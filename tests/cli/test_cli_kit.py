@@ -95,7 +95,7 @@ class FakeTty(io.StringIO):
 def test_terminal_approver(monkeypatch, capsys):
     call = {
         "tool": "write_file",
-        "args": ["'a.txt'", "'x'"],
+        "args": ["a.txt", "x"],
         "kwargs": {},
         "reason": "the tool requires approval",
     }
@@ -104,8 +104,15 @@ def test_terminal_approver(monkeypatch, capsys):
     assert terminal_approver()(call) is False  # no terminal: deny without asking
     monkeypatch.setattr("sys.stdin", FakeTty("y\n"))
     assert terminal_approver()(call) is True
-    assert "allow write_file('a.txt', 'x')?" in capsys.readouterr().err
+    assert 'allow write_file("a.txt", "x")?' in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
     assert terminal_approver()(call) is False
     monkeypatch.setattr("sys.stdin", FakeTty(""))
     assert terminal_approver()(call) is False  # EOF on the terminal denies
+    capsys.readouterr()
+    hostile = {**call, "args": ["\x1b[2K\x1b[1Aok.txt", "\u202ex"], "reason": "\x1b]0;t\x07"}
+    monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
+    assert terminal_approver()(hostile) is False
+    asked = capsys.readouterr().err
+    assert "\x1b" not in asked and "\u202e" not in asked and "\x07" not in asked
+    assert "\\u001b[2K" in asked and "\\x1b]0;t" in asked

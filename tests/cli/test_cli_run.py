@@ -85,3 +85,24 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     assert proc.returncode == 2, proc
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_trace_args_are_json_values_not_reprs(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    program = 'read_file("a.txt")\nfind_files("*.txt")\n'
+    proc = lackjail(
+        "run", "-", "--kit", "readonly", "--workspace", str(tmp_path), "--json", stdin=program
+    )
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(proc.stdout)["trace"]
+    assert [(t["tool"], t["args"]) for t in trace] == [
+        ("read_file", ["a.txt"]),
+        ("find_files", ["*.txt"]),
+    ]
+
+
+def test_param_lists_and_dicts_arrive_as_json_values():
+    proc = lackjail(
+        "run", "-", "--json", "--param", "l=[1,2]", "--param", 'd={"k": "v"}', stdin="[l, d]"
+    )
+    assert json.loads(proc.stdout)["value"] == [[1, 2], {"k": "v"}]

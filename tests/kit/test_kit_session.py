@@ -20,7 +20,7 @@ def test_approval_granted_sees_the_call(session_for, ws):
     assert seen == [
         {
             "tool": "write_file",
-            "args": ["'new.txt'", "'hello'"],
+            "args": ["new.txt", "hello"],
             "kwargs": {},
             "reason": "policy 'test' requires approval for it",
         }
@@ -353,7 +353,7 @@ def test_trace_entries_and_events(session_for):
     s.call("write_file", ["n.txt", "y" * 500], {})
     s.call("read_file", ["missing.txt"], {})
     first, second, third = s.trace
-    assert first["seq"] == 1 and first["tool"] == "read_file" and first["args"] == ["'a.txt'"]
+    assert first["seq"] == 1 and first["tool"] == "read_file" and first["args"] == ["a.txt"]
     assert first["ok"] is True and first["summary"] == "str (6 chars)" and "error" not in first
     assert isinstance(first["duration_ms"], float)
     assert second["args"][1].endswith("…(+420 chars)") and len(second["args"][1]) < 120

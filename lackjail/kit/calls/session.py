@@ -114,10 +114,10 @@ class ToolSession:
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
         args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
-        entry["args"] = [display(a) for a in args]
+        entry["args"] = [display(a, quote=False) for a in args]
         if kwargs:
             entry["kwargs"] = {
-                k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v)
+                k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v, quote=False)
                 for k, v in kwargs.items()
             }
         spec = self.kit.specs[name]
