@@ -37,6 +37,7 @@ COMMANDS = {
     "serve": ("lackjail.cli.serve:serve", "Serve lackjail to an MCP client."),
     "doctor": ("lackjail.cli.doctor:doctor", "Check what this host supports for jails, and why."),
     "bench": ("lackjail.cli.bench:bench", "Measure validation, jailed runs, throughput and RSS."),
+    "batch": ("lackjail.cli.batch:batch", "Run a JSONL file of programs; one result line per id."),
 }
 
 

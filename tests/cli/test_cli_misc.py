@@ -19,6 +19,7 @@ SUBCOMMANDS = [
     "serve",
     "doctor",
     "bench",
+    "batch",
 ]
 
 

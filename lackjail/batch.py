@@ -1,0 +1,384 @@
+"""`lackjail batch`: many programs from a JSONL file, one result line per input id, resumable.
+
+Input: one JSON object a line, `{"id", "program", "params"?, "kit"?, "policy"?}`;
+blank lines are ignored. Output: the run's `--json` object plus `id`, one
+line per program, appended and flushed as each finishes.
+
+- Resumable: ids already in the output are skipped. The output is read first;
+  a last line cut short by a crash is cut off (that id runs again).
+- Every input line gets exactly one result: a line that cannot be run (not
+  UTF-8, not JSON, no program, unknown kit or policy, a duplicate id) gets a
+  result with status `invalid` and a message naming the line. A line without a
+  usable id (or a duplicate, or an id of the reserved form `line:N`) is
+  reported under the derived id `line:N`, N its 1-based line number.
+- Lines are grouped by (kit, policy); each group runs on one runner (a local
+  Jail, or a Ray cluster) before the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from lackjail.jsondata import jsonable
+
+DERIVED_ID = re.compile(r"line:\d+")
+STATUS_ORDER = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
+
+
+class BatchInputError(ValueError):
+    """The input or output file cannot be used at all (exit 2)."""
+
+
+@dataclass
+class Job:
+    """One input line that can run: its id, program, params and group."""
+
+    line: int
+    id: object
+    program: str
+    params: dict
+    kit: str | None
+    policy: str
+
+
+@dataclass
+class Summary:
+    """What a batch did: counts by status (all ids in the output), this run's speed."""
+
+    counts: Counter = field(default_factory=Counter)
+    ran: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    latencies_ms: list = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def runs_per_s(self) -> float:
+        return self.ran / self.seconds if self.seconds > 0 else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies_ms:
+            return 0.0
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    @property
+    def failed(self) -> bool:
+        return any(status != "ok" for status in self.counts)
+
+    def text(self) -> str:
+        counts = ", ".join(
+            f"{status} {self.counts[status]}"
+            for status in sorted(self.counts, key=_status_rank)
+            if self.counts[status]
+        )
+        head = "interrupted" if self.interrupted else "done"
+        return (
+            f"{head}: {self.ran} run, {self.skipped} already in the output; {counts or 'nothing'}; "
+            f"{self.runs_per_s:,.0f} runs/s; p50 {self.percentile(0.5):.1f} ms, "
+            f"p99 {self.percentile(0.99):.1f} ms"
+        )
+
+
+def _status_rank(status: str) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def _key(ident) -> str:
+    """Ids compare as their JSON text: 1 and "1" are different ids."""
+    return json.dumps(ident)
+
+
+# -- the output file --------------------------------------------------------
+
+
+def read_done(path: str) -> dict:
+    """Id key -> status of every result line in the output; cut off a torn last line.
+
+    Each line is written by one write(), so only the last one can be cut short
+    (a crash mid-write): it is removed and its id runs again. Any other line
+    that is not a result means the file is not ours to append to.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    complete = data.rfind(b"\n") + 1  # bytes up to the end of the last whole line
+    done = {}
+    for number, line in enumerate(data[:complete].split(b"\n")[:-1], 1):
+        parsed = _result_line(line)
+        if parsed is None:
+            raise BatchInputError(
+                f"{path}:{number}: not a result line (a JSON object with an id); "
+                "remove the line or write the results to a new file"
+            )
+        done[_key(parsed["id"])] = parsed.get("status")
+    if complete < len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(complete)
+    return done
+
+
+def _result_line(line: bytes):
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and "id" in obj else None
+
+
+class ResultWriter:
+    """Append result lines; each is one write() of a whole line, flushed as it comes."""
+
+    def __init__(self, path: str):
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise BatchInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def write(self, ident, result: dict) -> None:
+        line = json.dumps({"id": ident, **jsonable(result)}, ensure_ascii=True) + "\n"
+        data = line.encode()
+        while data:
+            data = data[os.write(self._fd, data) :]
+
+    def close(self) -> None:
+        os.fsync(self._fd)
+        os.close(self._fd)
+
+
+# -- the input file ---------------------------------------------------------
+
+
+def invalid_result(message: str) -> dict:
+    return {
+        "status": "invalid",
+        "value": None,
+        "output": "",
+        "errors": [{"message": message}],
+        "trace": [],
+        "isolation": "",
+        "mode": "",
+        "stats": {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
+        "written": [],
+        "diff": "",
+    }
+
+
+def parse_line(raw: bytes, number: int, kit: str | None, policy: str, name: str = "<input>"):
+    """A Job, or (id, message) for a line that cannot run. The id may be derived (`line:N`).
+
+    Messages start `NAME:LINE:` (and `COL:` where one is known), 1-based.
+    """
+    derived = f"line:{number}"
+    at = f"{name}:{number}"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            derived,
+            f"{at}:{exc.start + 1}: not UTF-8 (byte {raw[exc.start]:#04x})",
+        )
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return derived, f"{at}:{exc.colno}: not JSON: {exc.msg}"
+    if not isinstance(obj, dict):
+        return derived, f"{at}: a JSON object is needed, not {type(obj).__name__}"
+    ident = obj.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        why = "no id" if ident is None else "the id must be a string or an integer"
+        return derived, f"{at}: {why}"
+    if isinstance(ident, str) and DERIVED_ID.fullmatch(ident):
+        return (
+            derived,
+            f"{at}: ids of the form 'line:N' are reserved for lines without a usable id",
+        )
+    unknown = set(obj) - {"id", "program", "params", "kit", "policy"}
+    if unknown:
+        return (
+            ident,
+            f"{at}: unknown keys {sorted(unknown)} (use id, program, params, kit, policy)",
+        )
+    program = obj.get("program")
+    if not isinstance(program, str):
+        why = "no program" if program is None else "'program' must be a string"
+        return ident, f"{at}: {why}"
+    params = {} if obj.get("params") is None else obj["params"]
+    if not isinstance(params, dict):
+        return ident, f"{at}: 'params' must be an object"
+    for key, suffix in (("kit", ".kit"), ("policy", ".toml")):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            return ident, f"{at}: '{key}' must be a string"
+        if value and ("/" in value or os.sep in value or value.endswith(suffix)):
+            # the input chooses among named kits and policies; files only by --kit/--policy
+            return ident, f"{at}: '{key}' must be a name, not a path (pass a file with --{key})"
+    return Job(number, ident, program, params, obj.get("kit") or kit, obj.get("policy") or policy)
+
+
+def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of every non-blank line."""
+    with open(path, "rb") as fh:
+        offset = 0
+        for number, raw in enumerate(fh, 1):
+            if raw.strip():
+                yield number, offset, raw.rstrip(b"\r\n")
+            offset += len(raw)
+
+
+def _read_at(path: str, offsets: list) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        for offset in offsets:
+            fh.seek(offset)
+            yield fh.readline().rstrip(b"\r\n")
+
+
+# -- running ------------------------------------------------------------------
+
+
+class GroupError(Exception):
+    """A (kit, policy) group cannot run: its lines become `invalid` with this message."""
+
+
+Runner = Callable[[str | None, str], object]  # (kit, policy) -> context manager with as_completed
+
+
+def run_batch(
+    input_path: str,
+    output_path: str,
+    open_runner: Runner,
+    *,
+    kit: str | None = None,
+    policy: str = "default",
+    progress=None,
+) -> Summary:
+    """Run every input line not yet in the output; return the Summary.
+
+    OPEN_RUNNER(kit, policy) gives a context manager with `as_completed(jobs)`
+    (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
+    GroupError. PROGRESS(total) gives a callable advanced once per result.
+    On KeyboardInterrupt the summary says so; every result received is written.
+    """
+    try:
+        with open(input_path, "rb"):
+            pass
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
+    done = read_done(output_path)
+    writer = ResultWriter(output_path)
+    summary = Summary()
+    started = time.perf_counter()
+    try:
+        groups, invalid = _plan(input_path, done, kit, policy, summary)
+        advance = (
+            progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
+        )
+
+        def record(ident, result: dict) -> None:
+            writer.write(ident, result)
+            summary.counts[result["status"]] += 1
+            summary.ran += 1
+            wall = result.get("stats", {}).get("wall_ms")
+            if result["status"] != "invalid" and isinstance(wall, (int, float)):
+                summary.latencies_ms.append(wall)
+            if advance:
+                advance()
+
+        for ident, message in invalid:
+            record(ident, invalid_result(message))
+        for (group_kit, group_policy), offsets in groups.items():
+            _run_group(input_path, offsets, group_kit, group_policy, open_runner, record)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        summary.seconds = time.perf_counter() - started
+        writer.close()
+    return summary
+
+
+def _plan(input_path, done, kit, policy, summary):
+    """One pass over the input: the malformed lines' results, and each group's line offsets."""
+    groups: dict[tuple, list] = {}
+    invalid: list = []
+    seen: dict[str, int] = {}
+    for number, offset, raw in _lines(input_path):
+        parsed = parse_line(raw, number, kit, policy, input_path)
+        ident = parsed.id if isinstance(parsed, Job) else parsed[0]
+        first = seen.get(_key(ident))
+        if first is not None:
+            ident, parsed = (
+                f"line:{number}",
+                (
+                    None,
+                    f"{input_path}:{number}: duplicate id {_key(ident)} (first on line {first})",
+                ),
+            )
+        seen.setdefault(_key(ident), number)
+        if _key(ident) in done:
+            summary.skipped += 1
+            summary.counts[done[_key(ident)]] += 1
+        elif isinstance(parsed, Job):
+            groups.setdefault((parsed.kit, parsed.policy), []).append(offset)
+        else:
+            invalid.append((ident, parsed[1]))
+    return groups, invalid
+
+
+def _run_group(input_path, offsets, kit, policy, open_runner, record) -> None:
+    def jobs():
+        for raw in _read_at(input_path, offsets):
+            job = parse_line(raw, 0, kit, policy)
+            yield job.id, job.program, job.params
+
+    try:
+        runner = open_runner(kit, policy)
+    except GroupError as exc:
+        for raw in _read_at(input_path, offsets):
+            record(parse_line(raw, 0, kit, policy).id, invalid_result(str(exc)))
+        return
+    with runner:
+        for ident, result in runner.as_completed(jobs()):
+            record(ident, result.to_dict() if hasattr(result, "to_dict") else result)
+
+
+def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
+    """A Runner on this machine: one Jail per (kit, policy)."""
+
+    def open_runner(kit, policy):
+        from lackjail.api import Jail
+        from lackjail.kit import KitError
+        from lackjail.policy import PolicyError
+
+        try:
+            jail = Jail(
+                policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+            )
+        except (KitError, PolicyError) as exc:
+            raise GroupError(f"kit {kit!r}, policy {policy!r}: {exc}") from None
+        return _LocalRunner(jail, concurrency)
+
+    return open_runner
+
+
+class _LocalRunner:
+    def __init__(self, jail, concurrency):
+        self.jail, self.concurrency = jail, concurrency
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.jail.close()
+
+    def as_completed(self, jobs):
+        return self.jail.as_completed(jobs, concurrency=self.concurrency)

@@ -1,0 +1,137 @@
+"""`lackjail batch`: run a JSONL file of programs, one result line per id (lackjail/batch.py)."""
+
+import sys
+
+import click
+
+from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
+
+
+@click.command()
+@click.argument("input_path", metavar="INPUT.jsonl")
+@click.option(
+    "--output",
+    "-o",
+    "output_path",
+    required=True,
+    metavar="RESULTS.jsonl",
+    help="Results, one JSON line per id; appended to, so a rerun resumes.",
+)
+@click.option("--kit", help="Kit for lines that name none.")
+@click.option(
+    "--policy", default="default", show_default=True, help="Policy for lines that name none."
+)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False),
+    help="Folder the file tools are confined to [cwd].",
+)
+@click.option("--workers", type=click.IntRange(min=1), help="Jails per pool [the policy's].")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Programs in flight per pool [twice the jails].",
+)
+@click.option(
+    "--isolation",
+    type=click.Choice(["nsjail", "seccomp", "any"]),
+    help="Override the policies' isolation demand.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="auto|ADDRESS",
+    help="Run on a Ray cluster: one actor per node, each with its own jail pool.",
+)
+@click.option("--progress/--no-progress", default=None, help="A progress bar [on a terminal].")
+def batch(
+    input_path,
+    output_path,
+    kit,
+    policy,
+    workspace,
+    workers,
+    concurrency,
+    isolation,
+    ray_address,
+    progress,
+):
+    """Run every program of INPUT.jsonl; write one result line per id to RESULTS.jsonl.
+
+    Each input line: {"id", "program", "params"?, "kit"?, "policy"?}. Ids already
+    in RESULTS.jsonl are skipped, so a rerun finishes an interrupted batch. A
+    line that cannot run gets an `invalid` result (lines without a usable id
+    are reported as `line:N`). Exit 0 when every program ran ok, 1 when some
+    did not, 2 on bad arguments or an unreadable file, 130 when interrupted.
+    """
+    from lackjail import batch as b
+
+    _check_defaults(kit, policy, workspace)
+    if ray_address:
+        from lackjail.ray import open_ray
+
+        open_runner = open_ray(
+            ray_address, workspace=workspace, concurrency=concurrency, isolation=isolation
+        )
+    else:
+        open_runner = b.open_local(workspace, workers, concurrency, isolation)
+    bar = _ProgressBar() if (sys.stderr.isatty() if progress is None else progress) else None
+    try:
+        summary = b.run_batch(
+            input_path,
+            output_path,
+            open_runner,
+            kit=kit,
+            policy=policy,
+            progress=bar,
+        )
+    except b.BatchInputError as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    click.echo(summary.text(), err=True)
+    if summary.interrupted:
+        click.echo(f"rerun the same command to finish: {output_path} is kept", err=True)
+        leave(EXIT_INTERRUPTED)
+    leave(EXIT_FAILED if summary.failed else EXIT_OK)
+
+
+def _check_defaults(kit, policy, workspace):
+    """Bad --policy or --kit is bad input (exit 2) before anything runs."""
+    from lackjail.kit import KitError, resolve_kit
+    from lackjail.policy import PolicyError, load_policy
+
+    try:
+        load_policy(policy)
+        if kit:
+            resolve_kit(kit, workspace=workspace or ".")
+    except (PolicyError, KitError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr; `run_batch` calls it with the total, then each result."""
+
+    def __init__(self):
+        self._bar = None
+
+    def __call__(self, total: int):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        self._bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+            console=Console(stderr=True),
+        )
+        task = self._bar.add_task("batch", total=total)
+        self._bar.start()
+        return lambda: self._bar.advance(task)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
