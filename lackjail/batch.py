@@ -250,6 +250,10 @@ class GroupError(Exception):
     """A (kit, policy) group cannot run: its lines become `invalid` with this message."""
 
 
+class RunnerError(Exception):
+    """No runner can start (the host cannot isolate, the cluster is unreachable): stop here."""
+
+
 Runner = Callable[[str | None, str], object]  # (kit, policy) -> context manager with as_completed
 
 
@@ -358,6 +362,7 @@ def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
         from lackjail.api import Jail
         from lackjail.kit import KitError
         from lackjail.policy import PolicyError
+        from lackjail.pool import IsolationError, PoolError
 
         try:
             jail = Jail(
@@ -365,6 +370,8 @@ def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
             )
         except (KitError, PolicyError) as exc:
             raise GroupError(f"kit {kit!r}, policy {policy!r}: {exc}") from None
+        except (IsolationError, PoolError) as exc:
+            raise RunnerError(str(exc)) from None
         return _LocalRunner(jail, concurrency)
 
     return open_runner

@@ -251,7 +251,7 @@ def _reason(exc) -> str:
 
 def open_ray(address: str, workspace=None, concurrency=None, isolation=None):
     """A `lackjail batch` runner: one RayJail per (kit, policy)."""
-    from lackjail.batch import GroupError
+    from lackjail.batch import GroupError, RunnerError
     from lackjail.kit import KitError
     from lackjail.policy import PolicyError, load_policy
 
@@ -268,5 +268,7 @@ def open_ray(address: str, workspace=None, concurrency=None, isolation=None):
             )
         except (KitError, PolicyError) as exc:
             raise GroupError(f"kit {kit!r}, policy {policy!r}: {exc}") from None
+        except RayJailError as exc:
+            raise RunnerError(str(exc)) from None
 
     return open_runner

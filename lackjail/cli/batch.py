@@ -68,7 +68,12 @@ def batch(
 
     _check_defaults(kit, policy, workspace)
     if ray_address:
-        from lackjail.ray import open_ray
+        try:
+            from lackjail.ray import open_ray
+        except ImportError as exc:
+            raise click.UsageError(
+                f"--ray needs Ray ({exc}); install it with: pip install 'lackjail[ray]'"
+            ) from None
 
         open_runner = open_ray(
             ray_address, workspace=workspace, concurrency=concurrency, isolation=isolation
@@ -87,6 +92,8 @@ def batch(
         )
     except b.BatchInputError as exc:
         raise click.UsageError(str(exc)) from None
+    except b.RunnerError as exc:  # the results so far are kept: rerun once the cause is fixed
+        raise click.ClickException(str(exc)) from None
     finally:
         if bar is not None:
             bar.close()

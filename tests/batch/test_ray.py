@@ -116,3 +116,7 @@ def test_a_node_that_cannot_isolate_refuses_with_the_reason(report):
     assert message.startswith("no node could start a jail pool"), message
     assert message.count("refuses:") == 2
     assert "requires nsjail isolation, which this host cannot provide" in message
+
+
+def test_ray_map_keeps_input_order_and_per_program_params(report):
+    assert report["map_values"] == [i + 1000 for i in range(150)] + [-1]
