@@ -236,11 +236,12 @@ def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
             offset += len(raw)
 
 
-def _read_at(path: str, offsets: list) -> Iterator[bytes]:
+def _read_at(path: str, lines: list) -> Iterator[tuple[int, bytes]]:
+    """(number, bytes) of the lines at the given (offset, number)s."""
     with open(path, "rb") as fh:
-        for offset in offsets:
+        for offset, number in lines:
             fh.seek(offset)
-            yield fh.readline().rstrip(b"\r\n")
+            yield number, fh.readline().rstrip(b"\r\n")
 
 
 # -- running ------------------------------------------------------------------
@@ -300,8 +301,8 @@ def run_batch(
 
         for ident, message in invalid:
             record(ident, invalid_result(message))
-        for (group_kit, group_policy), offsets in groups.items():
-            _run_group(input_path, offsets, group_kit, group_policy, open_runner, record)
+        for (group_kit, group_policy), lines in groups.items():
+            _run_group(input_path, lines, group_kit, group_policy, open_runner, record)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
@@ -332,23 +333,27 @@ def _plan(input_path, done, kit, policy, summary):
             summary.skipped += 1
             summary.counts[done[_key(ident)]] += 1
         elif isinstance(parsed, Job):
-            groups.setdefault((parsed.kit, parsed.policy), []).append(offset)
+            groups.setdefault((parsed.kit, parsed.policy), []).append((offset, number))
         else:
             invalid.append((ident, parsed[1]))
     return groups, invalid
 
 
-def _run_group(input_path, offsets, kit, policy, open_runner, record) -> None:
+def _run_group(input_path, lines, kit, policy, open_runner, record) -> None:
+    """Run one (kit, policy) group; LINES are the (offset, number) of its lines."""
+
     def jobs():
-        for raw in _read_at(input_path, offsets):
-            job = parse_line(raw, 0, kit, policy)
+        for number, raw in _read_at(input_path, lines):
+            job = parse_line(raw, number, kit, policy, input_path)
+            if not isinstance(job, Job) or (job.kit, job.policy) != (kit, policy):
+                raise BatchInputError(f"{input_path}:{number}: the line changed during the batch")
             yield job.id, job.program, job.params
 
     try:
         runner = open_runner(kit, policy)
     except GroupError as exc:
-        for raw in _read_at(input_path, offsets):
-            record(parse_line(raw, 0, kit, policy).id, invalid_result(str(exc)))
+        for ident, _, _ in jobs():
+            record(ident, invalid_result(str(exc)))
         return
     with runner:
         for ident, result in runner.as_completed(jobs()):
