@@ -17,7 +17,9 @@ def _shown(value) -> str:
     "-n", "runs", default=500, show_default=True, type=click.IntRange(1), help="Runs per figure."
 )
 @click.option(
-    "--load", is_flag=True, help="Also run the load benchmark: 10,000 programs from 32 callers."
+    "--load",
+    is_flag=True,
+    help="Also run the load benchmarks: 10,000 programs from 32 callers, and Jail.map over 10,000.",
 )
 @click.option(
     "--isolation",
@@ -58,6 +60,7 @@ def bench(runs, load, isolation, sections, as_json, markdown):
     if load:
         part = b.Figures()
         part.update(b.load_figures())
+        part[b.MAP_LOAD] = b.map_throughput(10_000, isolation)
         figures.update(part)
         show("load", part)
     judged = [] if sections else b.goals(figures)  # goals need every section's figures
