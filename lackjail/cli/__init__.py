@@ -38,6 +38,11 @@ COMMANDS = {
     "doctor": ("lackjail.cli.doctor:doctor", "Check what this host supports for jails, and why."),
     "bench": ("lackjail.cli.bench:bench", "Measure validation, jailed runs, throughput and RSS."),
     "batch": ("lackjail.cli.batch:batch", "Run a JSONL file of programs; one result line per id."),
+    "init": ("lackjail.cli.project:init", "Create .lackjail/ with a config, a kit and a template."),
+    "mcp-config": (
+        "lackjail.cli.project:mcp_config",
+        "Print the MCP client config block for this checkout.",
+    ),
 }
 
 
@@ -76,9 +81,13 @@ class LazyGroup(click.Group):
     epilog=EXIT_HELP,
 )
 @click.version_option(None, "-V", "--version", package_name="lackjail")
+@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors, no notes.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also print details: timings, isolation, tiers."
+)
 @click.option("--debug", is_flag=True, help="Show full tracebacks on internal errors.")
 @click.pass_context
-def cli(ctx, debug):
+def cli(ctx, quiet, verbose, debug):
     """Run agent-written lackpy programs in a jail.
 
     \b
@@ -86,8 +95,14 @@ def cli(ctx, debug):
       lackjail run examples/hello.lackpy --param name=world
       lackjail check --kit readonly examples/*.lackpy
       lackjail gate --run examples
+
+    Colour marks pass and fail on a terminal (NO_COLOR turns it off). Shell
+    completion (kits and policies too): eval "$(_LACKJAIL_COMPLETE=bash_source lackjail)"
+    (zsh_source, fish_source for other shells).
     """
-    ctx.ensure_object(dict)["debug"] = debug
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose disagree; pass one of them")
+    ctx.ensure_object(dict).update(debug=debug, verbosity=-1 if quiet else 1 if verbose else 0)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,7 @@ import click
 
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave
 from lackjail.cli.options import program_options, setup
-from lackjail.cli.output import error_line
+from lackjail.cli.output import detail, error_line, verdict
 from lackjail.lang import spec as language_spec
 from lackjail.lang.describe import render
 
@@ -15,7 +15,7 @@ from lackjail.lang.describe import render
 @click.command(epilog=EXIT_HELP)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...|-")
 @program_options()
-def check(paths, kit, policy, params, workspace, language, as_json):
+def check(paths, shared):
     """Validate lackpy programs without running them, exactly as `run` would.
 
     PATHs are files, folders (searched for **/*.lackpy, hidden ones skipped,
@@ -31,7 +31,7 @@ def check(paths, kit, policy, params, workspace, language, as_json):
     """
     from lackjail.gate.judge import ReadError, read_program
 
-    chosen = setup(policy, kit, params, workspace, language)
+    chosen = setup(shared)
     limit = chosen.policy.limits.program_bytes
     reports = []
     for path, name in _programs(paths):
@@ -42,16 +42,18 @@ def check(paths, kit, policy, params, workspace, language, as_json):
             reports.append(
                 {"file": name, "valid": False, "errors": [error], "calls": [], "variables": []}
             )
-            if not as_json:
+            if not shared.as_json:
                 click.echo(f"lackjail check: {error_line(error, name)}", err=True)
             continue
         result = chosen.checker.check(source, chosen.params)
         reports.append({"file": name, **result.to_dict()})
-        if not as_json:
+        if not shared.as_json:
+            if result.valid:
+                detail(f"{verdict('ok', True, err=True)} {name}")
             for error in result.errors:
                 click.echo(error_line(error.to_dict(), name))
     valid = all(report["valid"] for report in reports)
-    if as_json:
+    if shared.as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))
     leave(EXIT_OK if valid else EXIT_BAD)
 
@@ -74,6 +76,12 @@ def _programs(paths):
 @click.command(epilog=EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the spec as JSON.")
 def spec(as_json):
-    """Print the lackpy language: nodes, builtins, forbidden names, rules and limits."""
+    """Print the lackpy language: nodes, builtins, forbidden names, rules and limits.
+
+    \b
+    Examples:
+      lackjail spec
+      lackjail spec --json | jq '.builtins'
+    """
     data = language_spec()
     click.echo(json.dumps(data, indent=2) if as_json else render(data))

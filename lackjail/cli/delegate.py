@@ -3,8 +3,8 @@
 import click
 
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, emit_json, leave, read_source
-from lackjail.cli.options import program_options, setup
-from lackjail.cli.output import error_line, print_result
+from lackjail.cli.options import Shared, program_options, setup
+from lackjail.cli.output import error_line, note, print_result, verbosity
 from lackjail.terminal import terminal_safe
 
 
@@ -15,8 +15,8 @@ def _usage(exc) -> click.UsageError:
 def _print_generation(gen) -> None:
     """Why no program came out: each tier's note and the last rejected attempt's errors (stderr)."""
     click.echo("lackjail: no valid program for this intent", err=True)
-    for note in gen.notes:
-        click.echo(terminal_safe(f"  {note['tier']}: {note['reason']}"), err=True)
+    for tier_note in gen.notes:
+        click.echo(terminal_safe(f"  {tier_note['tier']}: {tier_note['reason']}"), err=True)
     if gen.attempts:
         last = gen.attempts[-1]
         for err in last["errors"]:
@@ -25,7 +25,7 @@ def _print_generation(gen) -> None:
 
 @click.command(epilog=EXIT_HELP)
 @click.argument("intent")
-@program_options()
+@program_options(limits=True)
 @click.option(
     "--run/--no-run",
     "run",
@@ -39,7 +39,7 @@ def _print_generation(gen) -> None:
     type=click.Choice(["nsjail", "seccomp", "any"]),
     help="Override the policy's isolation demand.",
 )
-def delegate(intent, kit, policy, params, workspace, language, as_json, run, yes, isolation):
+def delegate(intent, shared, run, yes, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 
     Tiers and providers come from .lackjail/config.toml ([inference]). Exit 0
@@ -55,7 +55,7 @@ def delegate(intent, kit, policy, params, workspace, language, as_json, run, yes
     """
     from lackjail import infer
 
-    chosen = setup(policy, kit, params, workspace, language)
+    chosen = setup(shared)
     try:
         config = infer.load_config()
         infer.check_intent(intent)
@@ -82,24 +82,32 @@ def delegate(intent, kit, policy, params, workspace, language, as_json, run, yes
     except (infer.ConfigError, infer.IntentError) as exc:
         raise _usage(exc) from None
     gen = outcome.generation
-    if as_json:
+    if shared.as_json:
         emit_json(outcome.to_dict())
     elif not gen.ok:
         _print_generation(gen)
     else:
-        click.echo(terminal_safe(f"# tier: {gen.tier} ({gen.source})"), err=True)
+        note(f"# tier: {gen.tier} ({gen.source})")
         program = terminal_safe(gen.program, multiline=True)
         if outcome.result is None:
             click.echo(program)
         else:
-            click.echo("\n".join(f"# {line}" for line in program.splitlines()), err=True)
+            if verbosity() >= 0:
+                click.echo("\n".join(f"# {line}" for line in program.splitlines()), err=True)
             print_result(outcome.result, "<delegated>")
     leave(outcome.exit_code)
 
 
 @click.group()
 def template():
-    """Stored programs that match intents: the zero-latency first tier (.lackjail/templates)."""
+    """Stored programs that match intents: the zero-latency first tier (.lackjail/templates).
+
+    \b
+    Examples:
+      lackjail template create read.lackpy --name read --pattern "read the file {path}" \\
+          --kit readonly
+      lackjail template list
+    """
 
 
 @template.command("create")
@@ -136,7 +144,7 @@ def create(file, name, pattern, kit, workspace, force):
         raise click.UsageError(f"{filename} is not UTF-8 text") from None
     except TemplateError as exc:
         raise _usage(exc) from None
-    verdict = setup("default", kit, (), workspace).checker.check(body, names)
+    verdict = setup(Shared(kit=kit, workspace=workspace)).checker.check(body, names)
     if not verdict.valid:
         for err in verdict.errors:
             click.echo(error_line(err.to_dict(), filename), err=True)

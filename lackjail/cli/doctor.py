@@ -3,6 +3,7 @@
 import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_OK, emit_json, leave
+from lackjail.cli.output import verdict
 
 
 @click.command()
@@ -11,6 +12,11 @@ def doctor(as_json):
     """Check the nsjail binary and its libraries, namespaces, seccomp and cgroups.
 
     Exit 0 when programs can run under nsjail, 1 when only a weaker level (or none) is available.
+
+    \b
+    Examples:
+      lackjail doctor
+      lackjail doctor --json
     """
     from lackjail.doctor import report
 
@@ -20,6 +26,6 @@ def doctor(as_json):
         emit_json({"checks": checks, "nsjail": level_ok})
     else:
         for check in checks:
-            mark = "ok  " if check["ok"] else "FAIL"
+            mark = verdict("ok  ", True) if check["ok"] else verdict("FAIL", False)
             click.echo(f"{mark} {check['name']}: {check['detail']}")
     leave(EXIT_OK if level_ok else EXIT_FAILED)

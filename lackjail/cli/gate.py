@@ -8,7 +8,9 @@ import click
 from lackjail.atomicfile import write_text_atomic
 from lackjail.cli.common import leave
 from lackjail.cli.options import program_options, setup
+from lackjail.cli.output import note, verbosity, verdict
 from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
+from lackjail.gate.report import program_lines, render_text, select_rules, summary_lines
 from lackjail.terminal import terminal_safe
 
 GATE_HELP = (
@@ -70,64 +72,96 @@ def _progress(count: int, quiet: bool):
     is_flag=True,
     help="Also run each valid program once in the jail; a failed run fails the gate.",
 )
-@program_options(policy="ci")
+@program_options(policy="ci", limits=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format [text].")
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="RULE",
+    help="Report only these rules (repeatable, or comma-separated); 'forbidden-' or 'verdict/' "
+    "selects a family. `lackjail spec` lists the rule ids.",
+)
+@click.option(
+    "--ignore",
+    multiple=True,
+    metavar="RULE",
+    help="Do not report these rules (as --select); a program left with no finding passes.",
+)
 @click.option(
     "--output",
     "-o",
     type=click.Path(dir_okay=False),
     help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.",
 )
-def gate(paths, pattern, run, kit, policy, params, workspace, language, as_json, fmt, output):
+def gate(paths, pattern, run, shared, fmt, select, ignore, output):
     """Check lackpy programs for CI: validate each (and with --run, run each in the jail).
 
     PATHs are files or folders [.]; folders are searched with --glob, skipping
     hidden folders and files. Each program is reported valid, rejected (each
     error with its rule, line and column) or run with its verdict, duration
-    and tool calls. Rejected programs never reach the jail.
+    and tool calls, as soon as it is judged; then the counts per rule and a
+    summary. Rejected programs never reach the jail. --format github prints
+    GitHub Actions annotations; sarif is for code scanning.
+
+    \b
+    Examples:
+      lackjail gate                                   # every **/*.lackpy under .
+      lackjail gate --run --kit readonly examples
+      lackjail gate --format sarif -o gate.sarif src
+      lackjail gate --format github --ignore verdict/timeout
     """
-    if as_json and fmt not in (None, "json"):
+    if shared.as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json and --format {fmt} disagree; pass one of them")
-    fmt = "json" if as_json else fmt or "text"
+    fmt = "json" if shared.as_json else fmt or "text"
+    select, ignore = _rule_list(select), _rule_list(ignore)
     if output:
         _output_folder(output)
-    chosen = setup(policy, kit, params, workspace, language)
+    chosen = setup(shared)
     try:
         programs = discover(paths, pattern)
     except DiscoveryError as exc:
         raise click.UsageError(str(exc)) from None
     if not programs and fmt != "json":
-        click.echo(
-            f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})",
-            err=True,
-        )
-    progress = _progress(len(programs), quiet=fmt == "json")
+        note(f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})")
+    live = fmt == "text" and not output  # each program's lines as soon as it is judged
+    quiet = fmt == "json" or verbosity() < 0 or (live and sys.stdout.isatty())
+    progress = _progress(len(programs), quiet=quiet)  # not over live lines on the same terminal
     jail = None
     if run and programs:
         from lackjail.cli.jail import open_jail
 
         jail = open_jail(chosen, workers=2)
+
+    def done(program):
+        select_rules(program, select, ignore)
+        if live:
+            click.echo("\n".join(program_lines(program, verdict)))
+        if progress is not None:
+            progress.update(task, advance=1, description=terminal_safe(program.name))
+
     try:
-        checker = Gate(chosen.policy, chosen.kit, chosen.params, jail=jail, language=language)
+        judge = Gate(chosen.policy, chosen.kit, chosen.params, jail=jail, language=chosen.language)
         if progress is None:
-            report = checker.run_all(programs)
+            report = judge.run_all(programs, on_done=done)
         else:
             with progress:
                 task = progress.add_task("", total=len(programs))
-                report = checker.run_all(
-                    programs,
-                    on_done=lambda r: progress.update(
-                        task, advance=1, description=terminal_safe(r.name)
-                    ),
-                )
+                report = judge.run_all(programs, on_done=done)
     finally:
         if jail is not None:
             jail.close()
+    if live:
+        click.echo("\n".join(summary_lines(report)))
+        leave(report.exit_code)
     text = render(report, fmt)
     if output:
         _write(output, text)
-        if fmt in ("junit", "sarif"):
-            click.echo(render(report, "text"), nl=False)
+        if fmt in ("junit", "sarif", "github"):
+            click.echo(render_text(report, verdict), nl=False)
     else:
         click.echo(text, nl=False)
     leave(report.exit_code)
+
+
+def _rule_list(values) -> tuple:
+    return tuple(r.strip() for value in values for r in value.split(",") if r.strip())

@@ -36,7 +36,14 @@ def _folder(workspace):
 
 @click.group("kit")
 def kit():
-    """List, inspect and create kits (the tools a program may call)."""
+    """List, inspect and create kits (the tools a program may call).
+
+    \b
+    Examples:
+      lackjail kit list
+      lackjail kit info readonly
+      lackjail kit create review --tools read_file,find_files --description "Review code"
+    """
 
 
 @kit.command("list")

@@ -8,7 +8,9 @@ resolved `Setup` or a one-line error naming the option and the fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import os
+from dataclasses import dataclass, field
 
 import click
 
@@ -27,17 +29,47 @@ def _language_choices() -> list[str]:
     return list(LANGUAGES)
 
 
+LIMIT_FLAGS = {"timeout": "wall_s", "cpu": "cpu_s", "memory": "memory_mb"}
+
+
+@dataclass
+class Shared:
+    """The shared options as given (None: not given); `setup()` fills in the defaults."""
+
+    kit: str | None = None
+    policy: str | None = None
+    params: tuple = ()
+    workspace: str | None = None
+    language: str | None = None
+    as_json: bool = False
+    bounds: dict = field(default_factory=dict)  # limit -> value from --timeout/--cpu/--memory
+    default_policy: str = "default"
+    default_kit: str | None = None
+
+
 def program_options(
-    *, policy: str = "default", kit: str | None = None, params: bool = True, json: bool = True
+    *,
+    policy: str = "default",
+    kit: str | None = None,
+    params: bool = True,
+    json: bool = True,
+    limits: bool = False,
 ):
-    """Decorator adding the shared options; POLICY and KIT are this command's defaults."""
+    """Decorator adding the shared options; the command receives them as one `shared` argument.
+
+    POLICY and KIT are this command's defaults, used when neither a flag nor a config chose one;
+    LIMITS adds --timeout, --cpu and --memory (for the commands that run programs).
+    """
     options = [
-        click.option("--kit", default=kit, show_default=kit is not None, help=KIT_HELP),
+        click.option(
+            "--kit",
+            help=KIT_HELP + (f" [default: {kit}]" if kit else ""),
+            shell_complete=complete_kits,
+        ),
         click.option(
             "--policy",
-            default=policy,
-            show_default=True,
-            help="A bundled policy name or a .toml path.",
+            help=f"A bundled policy name or a .toml path [default: {policy}].",
+            shell_complete=complete_policies,
         ),
     ]
     if params:
@@ -62,13 +94,76 @@ def program_options(
                 "--json", "as_json", is_flag=True, help="Print one JSON object instead of text."
             )
         )
+    if limits:
+        options += [
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                metavar="SECONDS",
+                help="Tighten the policy's wall-clock limit for this run (never loosen it).",
+            ),
+            click.option(
+                "--cpu",
+                type=click.IntRange(min=1),
+                metavar="SECONDS",
+                help="Tighten the policy's CPU-time limit for this run (never loosen it).",
+            ),
+            click.option(
+                "--memory",
+                type=click.IntRange(min=1),
+                metavar="MB",
+                help="Tighten the policy's memory limit for this run (never loosen it).",
+            ),
+        ]
 
     def decorate(fn):
+        @functools.wraps(fn)
+        def command(*args, **kwargs):
+            shared = Shared(
+                kit=kwargs.pop("kit"),
+                policy=kwargs.pop("policy"),
+                params=kwargs.pop("params", ()),
+                workspace=kwargs.pop("workspace"),
+                language=kwargs.pop("language"),
+                as_json=kwargs.pop("as_json", False),
+                bounds={
+                    LIMIT_FLAGS[flag]: value
+                    for flag in LIMIT_FLAGS
+                    if (value := kwargs.pop(flag, None)) is not None
+                },
+                default_policy=policy,
+                default_kit=kit,
+            )
+            return fn(*args, shared=shared, **kwargs)
+
         for option in reversed(options):
-            fn = option(fn)
-        return fn
+            command = option(command)
+        return command
 
     return decorate
+
+
+def complete_kits(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion for --kit: the kits of the current folder and the bundled ones."""
+    from lackjail.kit import list_kits
+
+    try:
+        names = [name for name, _, _ in list_kits(os.getcwd())]
+    except Exception:  # completion must never fail loudly in the user's shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def complete_policies(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion for --policy: the bundled policy names."""
+    from importlib.resources import files
+
+    names = sorted(
+        p.name[:-5]
+        for p in files("lackjail").joinpath("policies").iterdir()
+        if p.name.endswith(".toml")
+    )
+    return [name for name in names if name.startswith(incomplete)]
 
 
 @dataclass
@@ -83,26 +178,44 @@ class Setup:
     checker: object
 
 
-def setup(policy, kit, params=(), workspace=None, language=None) -> Setup:
-    """Load the policy, resolve the kit beneath the workspace and check the parameters once;
-    each problem is a usage error (exit 2) naming its option."""
+def setup(shared: Shared) -> Setup:
+    """Resolve the shared options once: flags first, then the workspace's and the user's config,
+    then the command's defaults. Load the policy (tightened by the limit flags and the
+    workspace's [limits]), resolve the kit beneath the workspace, check the parameters.
+    Each problem is a usage error (exit 2) naming its option or config file."""
     from lackjail.checker import Checker
     from lackjail.cli.jail import workspace_folder
     from lackjail.errors import KitError
     from lackjail.kit import resolve_kit
     from lackjail.policy import PolicyError, load_policy
+    from lackjail.userconfig import ConfigError, tighten, user_defaults, workspace_defaults
 
-    root = workspace_folder(workspace)
+    root = workspace_folder(shared.workspace)
+    try:
+        user, local = user_defaults(), workspace_defaults(root)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    policy = shared.policy or user.policy or shared.default_policy
+    kit = shared.kit or local.kit or user.kit or shared.default_kit
+    language = shared.language or user.language
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:
         raise click.BadParameter(str(exc), param_hint="--policy") from None
     try:
+        loaded = tighten(loaded, local.limits, f"{root}/.lackjail/config.toml [limits]")
+        loaded = tighten(loaded, shared.bounds, "the command line (--timeout/--cpu/--memory)")
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
         resolved = resolve_kit(kit, workspace=root)
     except KitError as exc:
         raise click.BadParameter(str(exc), param_hint="--kit") from None
-    values = parse_params(params)
-    checker = Checker(loaded, resolved, language)
+    values = parse_params(shared.params)
+    try:
+        checker = Checker(loaded, resolved, language)
+    except ValueError as exc:  # a language level the validator does not know (from a config)
+        raise click.UsageError(str(exc)) from None
     errors = checker.param_errors(values)
     if errors:
         raise click.BadParameter(errors[0].message, param_hint="--param")

@@ -6,11 +6,44 @@ and escapes control characters itself.
 """
 
 import json
+import os
 
 import click
 
 from lackjail.jsondata import jsonable
 from lackjail.terminal import terminal_safe
+
+
+def verbosity() -> int:
+    """-1 with --quiet, 1 with --verbose, else 0 (also outside the `lackjail` group)."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return (root.obj or {}).get("verbosity", 0) if root is not None else 0
+
+
+def note(message: str) -> None:
+    """A note for a person on stderr (not with --quiet)."""
+    if verbosity() >= 0:
+        click.echo(terminal_safe(message), err=True)
+
+
+def detail(message: str) -> None:
+    """A detail on stderr, only with --verbose."""
+    if verbosity() > 0:
+        click.echo(terminal_safe(message), err=True)
+
+
+def colour_enabled(err: bool = False) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    stream = click.get_text_stream("stderr" if err else "stdout")
+    return not os.environ.get("NO_COLOR") and stream.isatty()
+
+
+def verdict(word: str, good: bool, err: bool = False) -> str:
+    """WORD (PASS, FAIL, ok, ...) in green or red when colour is enabled."""
+    if not colour_enabled(err):
+        return word
+    return click.style(word, fg="green" if good else "red", bold=True if not good else None)
 
 
 def error_line(error: dict, filename: str, status: str = "") -> str:

@@ -5,12 +5,12 @@ import click
 from lackjail.cli.common import EXIT_HELP, emit_json, exit_code, leave, read_source
 from lackjail.cli.jail import open_jail
 from lackjail.cli.options import program_options, setup
-from lackjail.cli.output import print_result
+from lackjail.cli.output import detail, print_result
 
 
 @click.command(epilog=EXIT_HELP)
 @click.argument("file")
-@program_options()
+@program_options(limits=True)
 @click.option(
     "--stream", is_flag=True, help="Print NDJSON events as they happen; the last one is the result."
 )
@@ -28,9 +28,7 @@ from lackjail.cli.output import print_result
     type=click.Choice(["nsjail", "seccomp", "any"]),
     help="Override the policy's isolation demand.",
 )
-def run(
-    file, kit, policy, params, workspace, language, as_json, stream, dry_run, yes, mode, isolation
-):
+def run(file, shared, stream, dry_run, yes, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
     Prints what the program printed and the value of its last expression;
@@ -44,7 +42,7 @@ def run(
       lackjail run examples/count_lines.lackpy --kit readonly --json
       lackjail run examples/rename_todo.lackpy --kit files --param path=examples/notes.txt --dry-run
     """
-    chosen = setup(policy, kit, params, workspace, language)
+    chosen = setup(shared)
     source, filename = read_source(file)
     approve = None
     if chosen.kit.names:
@@ -60,8 +58,14 @@ def run(
                     result = event
             leave(exit_code(result["status"]))
         result = jail.run(source, chosen.params, dry_run=dry_run)
-    if as_json:
+    if shared.as_json:
         emit_json(result.to_dict())
     else:
         print_result(result, filename)
+        stats = result.stats
+        detail(
+            f"{result.status} in {stats.get('wall_ms', 0):.1f} ms wall, {stats.get('cpu_ms', 0):.1f}"
+            f" ms CPU; {stats.get('tool_calls', 0)} tool calls; isolation {result.isolation}, "
+            f"mode {result.mode}; policy {chosen.policy.name}, kit {chosen.kit.name}"
+        )
     leave(exit_code(result.status))

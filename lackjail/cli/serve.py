@@ -7,11 +7,11 @@ from lackjail.cli.options import program_options, setup
 
 
 @click.command(epilog=EXIT_HELP)
-@program_options(kit="none", params=False, json=False)
+@program_options(kit="none", params=False, json=False, limits=True)
 @click.option(
     "--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers]."
 )
-def serve(kit, policy, workspace, language, workers):
+def serve(shared, workers):
     """Serve lackjail to an MCP client over stdio.
 
     Tools: run_program, check_program, kit_info, list_kits, docs_index,
@@ -32,7 +32,7 @@ def serve(kit, policy, workspace, language, workers):
         ) from None
     from lackjail.cli.jail import open_jail
 
-    chosen = setup(policy, kit, (), workspace, language)
+    chosen = setup(shared)
     with open_jail(chosen, workers=workers) as jail:
         try:
             build_server(jail).run("stdio")

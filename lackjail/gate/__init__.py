@@ -6,12 +6,19 @@ print(render(report, "sarif"))
 """
 
 from lackjail.gate.discover import DEFAULT_GLOB, DiscoveryError, Found, discover
+from lackjail.gate.github import render_github
 from lackjail.gate.judge import Gate
 from lackjail.gate.junit import render_junit
 from lackjail.gate.report import GateReport, ProgramReport, render_json, render_text
 from lackjail.gate.sarif import render_sarif
 
-RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit, "sarif": render_sarif}
+RENDERERS = {
+    "text": render_text,
+    "json": render_json,
+    "junit": render_junit,
+    "sarif": render_sarif,
+    "github": render_github,
+}
 FORMATS = tuple(RENDERERS)
 
 

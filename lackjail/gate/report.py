@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from lackjail.jsondata import jsonable
 from lackjail.terminal import terminal_safe
 
-PASSING = ("valid", "ok")
+PASSING = ("valid", "ok", "ignored")
 
 
 @dataclass
@@ -88,6 +88,7 @@ class GateReport:
             "failed": len(failed),
             "rejected": rejected,
             "run_failed": len(failed) - rejected,
+            "rules": rule_counts(self),
         }
 
     def to_dict(self) -> dict:
@@ -103,16 +104,30 @@ class GateReport:
         }
 
 
+def rule_matches(rule: str, patterns) -> bool:
+    """True when RULE is one of PATTERNS or starts with one ending in '/' or '-' (a family:
+    `verdict/`, `forbidden-`)."""
+    return any(rule == p or (p.endswith(("/", "-")) and rule.startswith(p)) for p in patterns)
+
+
+def select_rules(program: ProgramReport, select=(), ignore=()) -> ProgramReport:
+    """PROGRAM with only the findings of the SELECTed rules (all when empty) minus the IGNOREd
+    ones; a program left with no finding is `ignored` (it passes the gate, and never ran)."""
+    if not select and not ignore:
+        return program
+    kept = [
+        e
+        for e in program.errors
+        if (not select or rule_matches(e["rule"], select)) and not rule_matches(e["rule"], ignore)
+    ]
+    if program.errors and not kept and not program.passed:
+        program.status = "ignored"
+    program.errors = kept
+    return program
+
+
 def render_json(report: GateReport) -> str:
     return json.dumps(jsonable(report.to_dict()), ensure_ascii=False, indent=2) + "\n"
-
-
-def _place(name: str, error: dict) -> str:
-    if error.get("line") is None:
-        return name
-    if error.get("col") is None:
-        return f"{name}:{error['line']}"
-    return f"{name}:{error['line']}:{error['col']}"
 
 
 def _verdict(program: ProgramReport) -> str:
@@ -122,26 +137,51 @@ def _verdict(program: ProgramReport) -> str:
     return f"ran: {program.status} in {program.duration_ms:.0f} ms, {calls}"
 
 
-def render_text(report: GateReport) -> str:
-    """One line per program, its errors below it, and a summary line."""
-    lines = []
+def _plain_style(word: str, good: bool) -> str:
+    return word
+
+
+def program_lines(program: ProgramReport, style=_plain_style) -> list[str]:
+    """The text report's lines for one program: its verdict, then each error with its rule.
+
+    STYLE(word, good) may colour PASS/FAIL for a terminal."""
+    from lackjail.checker import format_error
+
+    mark = style("PASS", True) if program.passed else style("FAIL", False)
+    lines = [f"{mark}  {terminal_safe(program.name)}  {_verdict(program)}"]
+    lines += [f"    {format_error(error, program.name)}" for error in program.errors]
+    return lines
+
+
+def rule_counts(report: GateReport) -> dict[str, int]:
+    """How many errors each rule found, most frequent first."""
+    counts: dict[str, int] = {}
     for program in report.programs:
-        name = terminal_safe(program.name)
-        lines.append(f"{'PASS' if program.passed else 'FAIL'}  {name}  {_verdict(program)}")
         for error in program.errors:
-            where = terminal_safe(_place(program.name, error))
-            lines.append(
-                f"    {where}: {terminal_safe(error['message'])} [{terminal_safe(error['rule'])}]"
-            )
+            counts[error["rule"]] = counts.get(error["rule"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def summary_lines(report: GateReport) -> list[str]:
+    """The per-rule counts and the summary line."""
     s = report.summary()
     if not s["programs"]:
-        lines.append("no programs found")
-    else:
-        detail = (
-            f" ({s['rejected']} rejected, {s['run_failed']} failed when run)" if s["failed"] else ""
-        )
-        lines.append(
-            f"{s['programs']} program{'' if s['programs'] == 1 else 's'}: "
-            f"{s['passed']} passed, {s['failed']} failed{detail}"
-        )
-    return "\n".join(lines) + "\n"
+        return ["no programs found"]
+    lines = []
+    counts = rule_counts(report)
+    if counts:
+        lines.append("by rule: " + ", ".join(f"{terminal_safe(r)} {n}" for r, n in counts.items()))
+    detail = (
+        f" ({s['rejected']} rejected, {s['run_failed']} failed when run)" if s["failed"] else ""
+    )
+    lines.append(
+        f"{s['programs']} program{'' if s['programs'] == 1 else 's'}: "
+        f"{s['passed']} passed, {s['failed']} failed{detail}"
+    )
+    return lines
+
+
+def render_text(report: GateReport, style=_plain_style) -> str:
+    """One line per program, its errors below it, the per-rule counts and a summary line."""
+    lines = [line for program in report.programs for line in program_lines(program, style)]
+    return "\n".join(lines + summary_lines(report)) + "\n"

@@ -8,6 +8,8 @@ has no place (a timeout belongs to the whole program). Paths are relative to
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -34,10 +36,34 @@ OTHER = {
 }
 
 
+@functools.cache
+def help_base() -> str:
+    """Where rule help lives: the package's documentation URL when its metadata names one,
+    else its page on the package index."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("lackjail").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        urls = []
+    for label, _, url in (u.partition(", ") for u in urls):
+        if label.lower() in ("documentation", "homepage") and url.startswith("https://"):
+            return url
+    return "https://pypi.org/project/lackjail/"
+
+
+def fingerprint(name: str, error: dict) -> str:
+    """A stable id for one finding across runs: rule, file and message, not the line (so code
+    moving down a file does not open a new alert)."""
+    text = "\0".join([error["rule"], name, error["message"]])
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:32]
+
+
 def _descriptor(rule_id: str, text: str, kind: str) -> dict:
     words = rule_id.replace("/", "-").split("-")
     return {
         "id": rule_id,
+        "helpUri": f"{help_base()}#rule-{quote(rule_id, safe='')}",
         "name": "".join(w.capitalize() for w in words),
         "shortDescription": {"text": text},
         "fullDescription": {"text": f"lackpy {kind} rule {rule_id}: {text}."},
@@ -98,6 +124,7 @@ def render_sarif(report: GateReport) -> str:
                     "level": "error",
                     "message": {"text": _message(program, error)},
                     "locations": [_location(program.name, error)],
+                    "partialFingerprints": {"lackjail/v1": fingerprint(program.name, error)},
                 }
             )
     log = {

@@ -20,6 +20,8 @@ SUBCOMMANDS = [
     "doctor",
     "bench",
     "batch",
+    "init",
+    "mcp-config",
 ]
 
 

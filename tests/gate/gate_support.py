@@ -80,6 +80,9 @@ def check_sarif(log: dict) -> None:
     rules = run["tool"]["driver"]["rules"]
     ids = [r["id"] for r in rules]
     assert len(ids) == len(set(ids))
+    assert all(r["helpUri"].startswith("https://") and "#rule-" in r["helpUri"] for r in rules)
+    prints = [r["partialFingerprints"]["lackjail/v1"] for r in run["results"]]
+    assert all(len(p) == 32 for p in prints)
     base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
     assert base.startswith("file:///") and base.endswith("/")
     for result in run["results"]:

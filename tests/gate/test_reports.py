@@ -159,7 +159,11 @@ def test_json_report():
         "failed": 3,
         "rejected": 2,
         "run_failed": 1,
+        "rules": {"forbidden-name": 1, "forbidden-node": 1, "my-rule": 1, "verdict/timeout": 1},
     }
+    assert "by rule: forbidden-name 1, forbidden-node 1, my-rule 1, verdict/timeout 1" in render(
+        sample(), "text"
+    )
     first = data["programs"][0]
     assert (
         first["path"],

@@ -1,0 +1,114 @@
+"""`lackjail init` (a `.lackjail/` to edit) and `lackjail mcp-config` (the MCP client block)."""
+
+import json
+import os
+import sys
+
+import click
+
+from lackjail.cli.common import EXIT_HELP, leave
+from lackjail.terminal import terminal_safe
+
+CONFIG = """\
+# lackjail settings for this project. Flags win over these; your own
+# ~/.config/lackjail/config.toml may set [defaults] kit, policy and language.
+
+[defaults]
+kit = "project"          # the kit in .lackjail/kits/project.kit
+
+# A project may only tighten the policy's limits, never loosen them:
+[limits]
+wall_s = 10.0
+
+# How `lackjail delegate` writes programs: templates first, then rules, then models.
+[inference]
+order = ["templates", "rules"]
+"""
+
+KIT = """\
+---
+name: project
+description: The tools programs of this project may call (edit me)
+---
+read_file
+find_files
+"""
+
+TEMPLATE_NAME = "count_lines"
+TEMPLATE_PATTERN = "count the lines of {path}"
+TEMPLATE_BODY = "text = read_file({path})\nlen(text.splitlines())\n"
+
+
+@click.command(epilog=EXIT_HELP)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True),
+    help="The project folder to set up [cwd].",
+)
+def init(workspace):
+    """Create .lackjail/ with a config, a kit and a template to edit.
+
+    Refuses to overwrite: when any of the files exists, nothing is written.
+
+    \b
+    Examples:
+      lackjail init
+      lackjail run prog.lackpy            # uses the kit the config chose
+      lackjail delegate "count the lines of notes.txt"
+    """
+    from lackjail.atomicfile import write_text_atomic
+    from lackjail.infer import TemplateError, TemplateStore
+    from lackjail.infer.templates import SUFFIX as TEMPLATE_SUFFIX
+
+    root = os.path.abspath(workspace or os.getcwd())
+    folder = os.path.join(root, ".lackjail")
+    config = os.path.join(folder, "config.toml")
+    kit = os.path.join(folder, "kits", "project.kit")
+    template = os.path.join(folder, "templates", f"{TEMPLATE_NAME}{TEMPLATE_SUFFIX}")
+    existing = [p for p in (config, kit, template) if os.path.lexists(p)]
+    if existing:
+        raise click.UsageError(
+            f"{terminal_safe(existing[0])} exists; lackjail init never overwrites "
+            "(edit it, or remove it and run init again)"
+        )
+    try:
+        os.makedirs(os.path.dirname(kit), exist_ok=True)
+        write_text_atomic(config, CONFIG, replace=False)
+        write_text_atomic(kit, KIT, replace=False)
+        store = TemplateStore.at(root)
+        saved = store.create(TEMPLATE_NAME, TEMPLATE_PATTERN, TEMPLATE_BODY)
+    except (OSError, TemplateError) as exc:
+        raise click.UsageError(f"cannot set up {terminal_safe(folder)}: {exc}") from None
+    for path in (config, kit, str(saved.path)):
+        click.echo(f"created {terminal_safe(os.path.relpath(path, root))}")
+    leave(0)
+
+
+@click.command("mcp-config", epilog=EXIT_HELP)
+@click.option("--kit", default="readonly", show_default=True, help="The kit the server serves.")
+@click.option(
+    "--policy", default="default", show_default=True, help="The policy the server runs under."
+)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True),
+    help="The folder the served tools are confined to [cwd].",
+)
+@click.option("--name", default="lackjail", show_default=True, help="The server's name.")
+def mcp_config(kit, policy, workspace, name):
+    """Print the MCP client config block that starts `lackjail serve` for this checkout.
+
+    Paste it into the client's config (Claude Desktop's claude_desktop_config.json,
+    a project's .mcp.json, ...). It runs this very interpreter, so the block works
+    from a virtualenv without activating it.
+
+    \b
+    Examples:
+      lackjail mcp-config
+      lackjail mcp-config --kit files --workspace ~/project > .mcp.json
+    """
+    root = os.path.abspath(workspace or os.getcwd())
+    args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
+    block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
+    click.echo(json.dumps(block, indent=2))
+    leave(0)

@@ -1,0 +1,136 @@
+"""Defaults for the CLI: the user's own config, and what a (hostile) workspace may add to it.
+
+`~/.config/lackjail/config.toml` (or `$XDG_CONFIG_HOME/lackjail/config.toml`)
+is the user's: its `[defaults]` table may set `kit`, `policy` and `language`.
+A workspace's `.lackjail/config.toml` was possibly written by an attacker:
+its `[defaults]` may only choose a `kit`, and its `[limits]` may only
+tighten the policy (a repository must not loosen its own sandbox). Flags
+win over both. The `[inference]` table of either file belongs to
+`lackjail.infer.config`; other tables are ignored here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+USER_KEYS = ("kit", "policy", "language")
+WORKSPACE_KEYS = ("kit",)
+WORKSPACE_CONFIG = os.path.join(".lackjail", "config.toml")
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message names the file, the key and the fix."""
+
+
+@dataclass
+class Defaults:
+    """What the configs chose; `limits` are upper bounds on the policy's limits."""
+
+    kit: str | None = None
+    policy: str | None = None
+    language: str | None = None
+    limits: dict = field(default_factory=dict)
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "lackjail" / "config.toml"
+
+
+def user_defaults() -> Defaults:
+    """The `[defaults]` of the user's own config (none when it does not exist)."""
+    path = user_config_path()
+    data = _read(path, follow_symlinks=True)
+    return Defaults(**_defaults_table(data, path, USER_KEYS))
+
+
+def workspace_defaults(root) -> Defaults:
+    """The kit and the limit tightenings a workspace's `.lackjail/config.toml` asks for."""
+    path = Path(root) / WORKSPACE_CONFIG
+    data = _read(path, follow_symlinks=False)
+    chosen = _defaults_table(data, path, WORKSPACE_KEYS)
+    return Defaults(**chosen, limits=_limits_table(data, path))
+
+
+def tighten(policy, bounds: dict, source: str):
+    """POLICY with each limit in BOUNDS lowered to it; a bound above the policy's value is a
+    ConfigError naming SOURCE (a flag or a workspace config can tighten, never loosen)."""
+    limits = policy.limits
+    changes = {}
+    for key, value in bounds.items():
+        current = getattr(limits, key)
+        if value > current:
+            raise ConfigError(
+                f"{source} asks for {key} = {value}, above policy '{policy.name}'s {current}; "
+                f"it may only tighten the policy (use a value up to {current}, or another policy)"
+            )
+        changes[key] = type(current)(value)
+    if not changes:
+        return policy
+    from dataclasses import replace
+
+    return policy.replace(limits=replace(limits, **changes))
+
+
+def _read(path: Path, follow_symlinks: bool) -> dict:
+    """The TOML at PATH, {} when absent. A workspace's file must be a regular file, not a link."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path} is not a regular file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes")
+        raw = os.read(fd, MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _defaults_table(data: dict, path: Path, allowed: tuple) -> dict:
+    table = data.get("defaults", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: 'defaults' must be a table: [defaults]")
+    out = {}
+    for key, value in table.items():
+        if key not in allowed:
+            raise ConfigError(
+                f"{path}: 'defaults.{key}' is not allowed here; allowed keys: {', '.join(allowed)}"
+            )
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{path}: 'defaults.{key}' must be a non-empty string")
+        out[key] = value
+    return out
+
+
+def _limits_table(data: dict, path: Path) -> dict:
+    from lackjail.policy import Limits
+
+    table = data.get("limits", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: 'limits' must be a table: [limits]")
+    known = {f.name for f in fields(Limits)}
+    for key, value in table.items():
+        if key not in known:
+            raise ConfigError(
+                f"{path}: unknown key 'limits.{key}'; known: {', '.join(sorted(known))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{path}: 'limits.{key}' must be a positive number")
+    return dict(table)
