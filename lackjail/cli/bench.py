@@ -39,7 +39,18 @@ def _shown(value) -> str:
 )
 def bench(runs, load, isolation, sections, as_json, markdown):
     """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
-    anchors (pydantic-monty, lackpy: the `bench` extra), and judge issue 10's goals."""
+    anchors (pydantic-monty, lackpy: the `bench` extra), and judge issue 10's goals.
+
+    Each goal is a ratio of figures from this run: measured / goal (a ceiling is met at
+    <= 1.00, a throughput floor at >= 1.00). Speed is measured here, never in tests.
+
+    \b
+    Examples:
+      lackjail bench                        # every section, 500 runs per figure (~1 minute)
+      lackjail bench -n 100 --json          # quicker, machine-readable
+      lackjail bench --only fresh -n 2000   # one section, e.g. under py-spy
+      lackjail bench --markdown             # the README's table
+    """
     from lackjail import bench as b
 
     if as_json and markdown:

@@ -139,3 +139,13 @@ def test_markdown_table_has_a_row_per_goal_and_figure():
     assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
     assert f"| {bench.MONTY} | not installed | - | - |" in table
     assert len(table) == 2 + len(bench.goals(figures)) + len(figures)
+
+
+def test_help_has_examples():
+    from click.testing import CliRunner
+
+    from lackjail.cli.bench import bench as command
+
+    result = CliRunner().invoke(command, ["--help"])
+    assert result.exit_code == 0 and "Examples:" in result.output
+    assert "lackjail bench --only fresh" in result.output
