@@ -16,9 +16,14 @@ import os
 import posixpath
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 from lackjail import __version__, lang
 from lackjail.jsondata import jsonable
@@ -211,3 +216,44 @@ def build_server(jail) -> MCPServer:
             raise ResourceError(str(exc)) from None
 
     return server
+
+
+def serve_stdio(server: MCPServer) -> None:
+    """Serve SERVER over stdio; a line that is not a JSON-RPC message gets a JSON-RPC parse error
+    (id null) instead of silence, and the server keeps serving."""
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    lowlevel = server._lowlevel_server  # the SDK's own run loop; MCPServer offers no stream hook
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = create_context_streams[SessionMessage | Exception](0)
+
+        async def sift():
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        reply = JSONRPCError(jsonrpc="2.0", id=None, error=bad_line(item))
+                        await write_stream.send(SessionMessage(reply))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(sift)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+
+
+def bad_line(exc: Exception) -> ErrorData:
+    """The JSON-RPC error for a line the transport could not read: not JSON at all (-32700),
+    or JSON that is no JSON-RPC 2.0 message (-32600)."""
+    kinds = [e.get("type") for e in exc.errors()] if hasattr(exc, "errors") else ["json_invalid"]
+    if "json_invalid" in kinds:
+        return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not valid JSON")
+    return ErrorData(
+        code=INVALID_REQUEST, message="Invalid Request: the line is not a JSON-RPC 2.0 message"
+    )
+
+
+def serve_http(server: MCPServer, host: str, port: int) -> None:
+    """Serve SERVER with the streamable HTTP transport at http://HOST:PORT/mcp."""
+    server.run("streamable-http", host=host, port=port)

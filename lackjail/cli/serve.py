@@ -1,9 +1,37 @@
-"""`lackjail serve`: the MCP server over stdio (stdout carries only the protocol)."""
+"""`lackjail serve`: the MCP server over stdio (stdout carries only the protocol) or streamable
+HTTP on a loopback address."""
+
+import ipaddress
 
 import click
 
 from lackjail.cli.common import EXIT_HELP
 from lackjail.cli.options import program_options, setup
+from lackjail.terminal import terminal_safe
+
+
+def _address(value: str | None, allow_remote: bool):
+    """(host, port) from HOST:PORT or PORT; loopback only unless ALLOW_REMOTE."""
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    host = (host if sep else "") or "127.0.0.1"
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT or PORT", param_hint="--http")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise click.BadParameter(
+            f"{host!r} is not an IP address or 'localhost'", param_hint="--http"
+        ) from None
+    if not loopback and not allow_remote:
+        raise click.BadParameter(
+            f"{host} is not a loopback address: anyone who can reach it could run programs "
+            "with this kit; serve on 127.0.0.1 (and tunnel), or pass --allow-remote",
+            param_hint="--http",
+        )
+    return host, int(port)
 
 
 @click.command(epilog=EXIT_HELP)
@@ -11,30 +39,57 @@ from lackjail.cli.options import program_options, setup
 @click.option(
     "--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers]."
 )
-def serve(shared, workers):
-    """Serve lackjail to an MCP client over stdio.
+@click.option(
+    "--http",
+    "http",
+    metavar="[HOST:]PORT",
+    help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio "
+    "(HOST defaults to 127.0.0.1; loopback only).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Let --http bind a non-loopback address (no authentication: know who can reach it).",
+)
+def serve(shared, workers, http, allow_remote):
+    """Serve lackjail to an MCP client over stdio (or streamable HTTP with --http).
 
     Tools: run_program, check_program, kit_info, list_kits, docs_index,
     resolve_doc, delegate. Resources: lackjail://spec, lackjail://spec.json,
     lackjail://kit, lackjail://kits/{name}. Tool calls that need approval are
-    denied: there is nobody to ask. Stops when the client closes stdin.
+    denied: there is nobody to ask. A line that is not JSON-RPC gets a JSON-RPC
+    error. Logs one line to stderr when it starts; over stdio it stops when the
+    client closes stdin.
 
     \b
     Examples:
       lackjail serve --kit readonly
+      lackjail serve --kit readonly --http 8765      # http://127.0.0.1:8765/mcp
       lackjail mcp-config   # the block to paste into an MCP client's config
     """
+    address = _address(http, allow_remote)
     try:
-        from lackjail.mcp import build_server
+        from lackjail.mcp import build_server, serve_http, serve_stdio
     except ImportError as exc:
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
+    from lackjail import __version__
     from lackjail.cli.jail import open_jail
 
     chosen = setup(shared)
     with open_jail(chosen, workers=workers) as jail:
+        where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
+        started = (
+            f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
+            f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
+        )
+        click.echo(terminal_safe(started), err=True)
+        server = build_server(jail)
         try:
-            build_server(jail).run("stdio")
+            if address:
+                serve_http(server, *address)
+            else:
+                serve_stdio(server)
         except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
             pass

@@ -71,8 +71,8 @@ def test_mcp_config_prints_a_block_that_starts_this_checkouts_server(tmp_path):
 # --- help, verbosity, colour, completion --------------------------------------------------------
 
 
-# bench and batch belong to their owners, who were asked to add examples
-@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"bench", "batch"}))
+# batch belongs to its owner, who was asked to add examples
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"batch"}))
 def test_every_help_has_examples(name):
     result = invoke(name, "--help")
     assert result.exit_code == 0 and "Examples:" in result.output, name
