@@ -33,9 +33,10 @@ from lackjail.pool import PoolError
 from lackjail.workspace import show
 
 INSTRUCTIONS = """\
-Runs lackpy programs in an nsjail jail. lackpy is a small subset of Python: no imports, defs, classes,
-while or try; the value of the last expression is the result; print() output is captured. Read the
-resource lackjail://spec for the language and call kit_info for the tools a program may call.
+Runs lackpy programs in an nsjail jail. lackpy is a small subset of Python: no imports, defs,
+classes, while or try; the value of the last expression is the result; print() output is
+captured. Read the resource lackjail://spec for the language and call kit_info for the tools a
+program may call.
 Check a program with check_program before run_program; delegate writes one from an intent."""
 
 READ_ONLY = ToolAnnotations(
@@ -73,7 +74,7 @@ def _reply(data: dict, is_error: bool = False) -> CallToolResult:
 
 
 def build_server(jail) -> MCPServer:
-    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read its kit."""
+    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read it."""
     kit, workspace = jail.kit, jail.workspace
     hints = effect_hints(kit.grade)
     server = MCPServer(
@@ -81,7 +82,7 @@ def build_server(jail) -> MCPServer:
     )
 
     def kits():
-        """list_kits without workspace kit files that lead out of the workspace (their text would leak)."""
+        """list_kits without workspace kit files leading out of the workspace (text would leak)."""
         root = os.path.realpath(workspace)
         return [
             (name, source, path)
@@ -108,8 +109,9 @@ def build_server(jail) -> MCPServer:
     ) -> CallToolResult:
         """Validate and run a lackpy program in the jail with the served kit.
 
-        params become top-level names (plain JSON data). dry_run: run, but commit no writes and return
-        the diff they would make. Returns status, value, output, errors (line/col), trace, isolation, stats.
+        params become top-level names (plain JSON data). dry_run: run, but commit no writes and
+        return the diff they would make. Returns status, value, output, errors (line/col), trace,
+        isolation, stats.
         """
         try:
             result = jail.run(program, params, dry_run=dry_run)
@@ -119,18 +121,18 @@ def build_server(jail) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        """Validate a lackpy program without running it: valid, errors (rule, line, 1-based col), calls."""
+        """Validate a lackpy program without running it: valid, errors (rule, line, col), calls."""
         return _reply(jail.check(program, params).to_dict())
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:
-        """The served kit (or the kit NAME from list_kits): tools, signatures, guidance, grade, docs."""
+        """The served kit (or kit NAME from list_kits): tools, signatures, guidance, grade, docs."""
         chosen = named_kit(name) if name is not None else kit
         return _reply({**chosen.to_dict(), "text": chosen.describe(), "served": chosen is kit})
 
     @server.tool(name="list_kits", annotations=READ_ONLY)
     def list_kits_tool() -> CallToolResult:
-        """The kits of the workspace and the bundled ones; `served` marks the one run_program uses."""
+        """The workspace's kits and the bundled ones; `served` marks the one run_program uses."""
         rows = []
         for name, source, path in kits():
             row = {"name": name, "source": source, "served": name == kit.name}
@@ -166,8 +168,9 @@ def build_server(jail) -> MCPServer:
     def delegate(
         intent: str, params: dict[str, Any] | None = None, run: bool = True
     ) -> CallToolResult:
-        """Write a lackpy program for INTENT (templates, rules, then the configured models), validate it,
-        and (run=true) run it in the jail. Returns the program, the tier that wrote it and the result."""
+        """Write a lackpy program for INTENT (templates, rules, then the configured models),
+        validate it, and (run=true) run it in the jail. Returns the program, the tier that wrote
+        it and the result."""
         from lackjail.infer import ConfigError, IntentError
 
         try:
@@ -180,7 +183,7 @@ def build_server(jail) -> MCPServer:
         "lackjail://spec",
         name="spec",
         mime_type="text/plain",
-        description="The lackpy language: allowed nodes and builtins, forbidden names, rules, limits.",
+        description="The lackpy language: allowed nodes, builtins, forbidden names, rules, limits.",
     )
     def spec_text() -> str:
         return render(lang.spec())

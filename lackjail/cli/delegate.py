@@ -1,4 +1,4 @@
-"""`lackjail delegate` (intent -> program -> jailed run) and `lackjail template` (the stored programs)."""
+"""`lackjail delegate` (intent -> program -> jailed run) and `lackjail template` (stored ones)."""
 
 import click
 
@@ -12,11 +12,21 @@ def _usage(exc) -> click.UsageError:
     return click.UsageError(str(exc))
 
 
+MODEL_HINT = (
+    "  to let a model write it: run Ollama (OLLAMA_HOST, default http://127.0.0.1:11434) or set "
+    "ANTHROPIC_API_KEY;\n  choose tiers and models in .lackjail/config.toml: [inference] order = "
+    '["templates", "rules", "ollama", "anthropic"], [inference.providers.ollama] model = "...", '
+    '[inference.providers.anthropic] model = "..."'
+)
+
+
 def _print_generation(gen) -> None:
     """Why no program came out: each tier's note and the last rejected attempt's errors (stderr)."""
     click.echo("lackjail: no valid program for this intent", err=True)
     for tier_note in gen.notes:
         click.echo(terminal_safe(f"  {tier_note['tier']}: {tier_note['reason']}"), err=True)
+    if not gen.attempts:
+        click.echo(MODEL_HINT, err=True)
     if gen.attempts:
         last = gen.attempts[-1]
         for err in last["errors"]:

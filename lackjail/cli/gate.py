@@ -1,4 +1,4 @@
-"""`lackjail gate`: the CI gate over many program files, with text, JSON, JUnit and SARIF reports."""
+"""`lackjail gate`: the CI gate over many program files; text, JSON, JUnit, SARIF or GitHub."""
 
 import os
 import sys
@@ -14,7 +14,8 @@ from lackjail.gate.report import program_lines, render_text, select_rules, summa
 from lackjail.terminal import terminal_safe
 
 GATE_HELP = (
-    "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when run); "
+    "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when "
+    "run); "
     "2 bad input (path, glob, policy, kit, format, output)."
 )
 
@@ -65,7 +66,8 @@ def _progress(count: int, quiet: bool):
     "pattern",
     default=DEFAULT_GLOB,
     show_default=True,
-    help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH always counts.",
+    help="Which files under a folder PATH are programs ('**/' spans folders); a file PATH "
+    "always counts.",
 )
 @click.option(
     "--run",

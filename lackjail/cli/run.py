@@ -64,7 +64,8 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         print_result(result, filename)
         stats = result.stats
         detail(
-            f"{result.status} in {stats.get('wall_ms', 0):.1f} ms wall, {stats.get('cpu_ms', 0):.1f}"
+            f"{result.status} in {stats.get('wall_ms', 0):.1f} ms wall, "
+            f"{stats.get('cpu_ms', 0):.1f}"
             f" ms CPU; {stats.get('tool_calls', 0)} tool calls; isolation {result.isolation}, "
             f"mode {result.mode}; policy {chosen.policy.name}, kit {chosen.kit.name}"
         )

@@ -19,7 +19,7 @@ from lackjail.gate.report import GateReport, ProgramReport
 
 
 class Gate:
-    """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL when one is given."""
+    """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL, if given."""
 
     def __init__(self, policy, kit, params=None, jail=None, root=None, language=None):
         from lackjail.checker import Checker
@@ -77,7 +77,7 @@ class Gate:
         return report
 
     def run_all(self, programs, on_done=None) -> GateReport:
-        """Check (and run) every program; ON_DONE(report) is called, in this thread, as each finishes."""
+        """Check (and run) every program; ON_DONE(report) is called in this thread as each ends."""
         started = time.perf_counter()
         reports: list[ProgramReport] = []
         to_run = []
@@ -116,8 +116,8 @@ class ReadError(Exception):
 
 
 def read_program(path: str, limit: int) -> bytes:
-    """The bytes of the regular file PATH ('-': stdin), at most LIMIT of them; FIFOs and devices are refused,
-    never block."""
+    """The bytes of the regular file PATH ('-': stdin), at most LIMIT of them; FIFOs and devices
+    are refused, never block."""
     if path == STDIN:
         data = sys.stdin.buffer.read(limit + 1)
         if len(data) > limit:

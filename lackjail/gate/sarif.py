@@ -25,7 +25,7 @@ VERDICTS = {
     "verdict/error": "the program ran and raised an error",
     "verdict/timeout": "the program ran past its wall-clock or CPU time limit",
     "verdict/memory": "the program ran past its memory limit",
-    "verdict/limit": "the program ran past a limit of the policy (output, value size, tool calls, ...)",
+    "verdict/limit": "the program ran past a limit of the policy (output, value size, tool calls)",
     "verdict/killed": "the jail running the program died or was killed",
     "verdict/denied": "the policy denied one of the program's tool calls",
     "verdict/invalid": "the jail refused the run's inputs (a parameter name or value)",

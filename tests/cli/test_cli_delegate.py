@@ -136,6 +136,9 @@ def test_delegate_without_a_program_exits_2(project):
     done = invoke(delegate, "write a poem", "--kit", "readonly", "--no-run")
     assert done.exit_code == 2
     assert "no valid program" in done.stderr and "rules: no rule matches" in done.stderr
+    # no model was asked: say which settings and variables would bring one in
+    for key in ("OLLAMA_HOST", "ANTHROPIC_API_KEY", "[inference] order", "providers.ollama"):
+        assert key in done.stderr
 
 
 @pytest.mark.parametrize(
