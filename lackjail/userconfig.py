@@ -12,6 +12,7 @@ win over both. The `[inference]` table of either file belongs to
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -21,6 +22,7 @@ USER_KEYS = ("kit", "policy", "language")
 WORKSPACE_KEYS = ("kit",)
 WORKSPACE_CONFIG = os.path.join(".lackjail", "config.toml")
 MAX_CONFIG_BYTES = 1 << 20
+WORKSPACE_KIT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*(,[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*)*")
 
 
 class ConfigError(ValueError):
@@ -54,6 +56,12 @@ def workspace_defaults(root) -> Defaults:
     path = Path(root) / WORKSPACE_CONFIG
     data = _read(path, follow_symlinks=False)
     chosen = _defaults_table(data, path, WORKSPACE_KEYS)
+    kit = chosen.get("kit")
+    if kit is not None and not WORKSPACE_KIT.fullmatch(kit) or (kit or "").endswith(".kit"):
+        raise ConfigError(
+            f"{path}: 'defaults.kit' must name a kit or tools (letters, digits, '_', '-', '.', ','),"
+            " not a path"
+        )
     return Defaults(**chosen, limits=_limits_table(data, path))
 
 

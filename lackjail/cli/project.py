@@ -65,6 +65,13 @@ def init(workspace):
     config = os.path.join(folder, "config.toml")
     kit = os.path.join(folder, "kits", "project.kit")
     template = os.path.join(folder, "templates", f"{TEMPLATE_NAME}{TEMPLATE_SUFFIX}")
+    linked = [
+        p for p in (folder, os.path.dirname(kit), os.path.dirname(template)) if os.path.islink(p)
+    ]
+    if linked:  # a link would send the files somewhere else: the project is not set up as it seems
+        raise click.UsageError(
+            f"{terminal_safe(linked[0])} is a symlink; init writes only into a real folder"
+        )
     existing = [p for p in (config, kit, template) if os.path.lexists(p)]
     if existing:
         raise click.UsageError(

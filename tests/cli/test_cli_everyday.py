@@ -215,10 +215,23 @@ def test_workspace_config_may_choose_a_kit_and_only_tighten(tmp_path, home):
         ("[limits]\nwall_s = 1000\n", "may only tighten the policy"),
         ("[limits]\nmemory_mb = -1\n", "must be a positive number"),
         ("[limits]\nnet = 1\n", "unknown key 'limits.net'"),
+        ('[defaults]\nkit = "../../elsewhere/evil.kit"\n', "not a path"),
+        ('[defaults]\nkit = "/etc/x"\n', "not a path"),
     ]:
         local.write_text(text)
         result = invoke("check", "-", "--workspace", str(tmp_path), stdin="1")
         assert result.exit_code == 2 and says in result.output, text
+
+
+def test_init_refuses_a_lackjail_folder_that_is_a_symlink(tmp_path, home):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".lackjail").symlink_to(elsewhere)
+    result = invoke("init", "--workspace", str(ws))
+    assert result.exit_code == 2 and "is a symlink" in result.output
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_a_workspace_config_that_is_a_symlink_is_refused(tmp_path, home):

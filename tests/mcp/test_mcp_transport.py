@@ -1,6 +1,7 @@
 """The MCP server's transports: malformed lines get JSON-RPC errors, one log line on start, and the
 streamable HTTP transport (loopback only unless forced), with the real mcp client."""
 
+import http.client
 import json
 import os
 import socket
@@ -146,6 +147,17 @@ def test_streamable_http_with_the_real_client(tmp_path, require_nsjail):
                         return tools, ran, checked
 
         tools, ran, checked = anyio.run(main)
+        statuses = {}
+        for host in ("evil.example", f"127.0.0.1:{port}"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            headers = {
+                "Host": host,
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
+            conn.request("POST", "/mcp", body=json.dumps(INIT), headers=headers)
+            statuses[host] = conn.getresponse().status
+            conn.close()
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)
@@ -153,4 +165,6 @@ def test_streamable_http_with_the_real_client(tmp_path, require_nsjail):
     assert not ran.is_error and ran.structured_content["value"] == 2
     assert ran.structured_content["trace"][0]["args"] == ["notes.txt"]
     assert checked.structured_content["valid"] is False
+    # DNS rebinding: a request naming another host is refused, the same one naming ours is served
+    assert statuses["evil.example"] in (403, 421) and statuses[f"127.0.0.1:{port}"] == 200
     assert f"serving MCP on http://127.0.0.1:{port}/mcp" in err.splitlines()[0]
