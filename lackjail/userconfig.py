@@ -57,10 +57,10 @@ def workspace_defaults(root) -> Defaults:
     data = _read(path, follow_symlinks=False)
     chosen = _defaults_table(data, path, WORKSPACE_KEYS)
     kit = chosen.get("kit")
-    if kit is not None and not WORKSPACE_KIT.fullmatch(kit) or (kit or "").endswith(".kit"):
+    if kit is not None and (not WORKSPACE_KIT.fullmatch(kit) or kit.endswith(".kit")):
         raise ConfigError(
-            f"{path}: 'defaults.kit' must name a kit or tools (letters, digits, '_', '-', '.', ','),"
-            " not a path"
+            f"{path}: 'defaults.kit' must name a kit or tools (letters, digits, '_', '-', '.', "
+            "','), not a path"
         )
     return Defaults(**chosen, limits=_limits_table(data, path))
 
