@@ -179,10 +179,15 @@ def test_limit_flags_never_loosen(flag, value, says, home):
 
 
 def test_limit_flags_tighten_for_one_run(home, require_nsjail):
-    proc = lackjail("run", "-", "--json", "--cpu", "1", stdin=SPIN)
+    # the wall clock (1 s) ends the run before the policy's CPU limit (5 s) can: CPU <= wall
+    proc = lackjail("run", "-", "--json", "--timeout", "1", stdin=SPIN)
     out = json.loads(proc.stdout)
     assert proc.returncode == 1 and out["status"] == "timeout", out
-    assert "CPU time limit of 1 s" in out["errors"][0]["message"]
+    assert "wall-clock limit of 1 s" in out["errors"][0]["message"]
+    from lackjail.cli.options import Shared, setup
+
+    limits = setup(Shared(bounds={"cpu_s": 1, "memory_mb": 64, "wall_s": 2.5})).policy.limits
+    assert (limits.cpu_s, limits.memory_mb, limits.wall_s) == (1, 64, 2.5)
 
 
 def test_user_config_sets_defaults_and_flags_win(tmp_path, home, require_nsjail):

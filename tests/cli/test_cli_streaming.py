@@ -24,7 +24,7 @@ def _nsjail(require_nsjail):
 
 def short_policy():
     base = load_policy("default")
-    return base.replace(limits=base.limits.__class__(wall_s=3.0, cpu_s=1))
+    return base.replace(limits=base.limits.__class__(wall_s=60.0, cpu_s=1))
 
 
 def test_jail_stream_delivers_output_before_the_run_ends():
@@ -46,7 +46,7 @@ def test_async_jail_stream_delivers_output_before_the_run_ends():
 
 def test_cli_stream_delivers_output_before_the_run_ends(tmp_path):
     policy = tmp_path / "short.toml"
-    policy.write_text('name = "short"\n[limits]\nwall_s = 3.0\ncpu_s = 1\n')
+    policy.write_text('name = "short"\n[limits]\nwall_s = 60.0\ncpu_s = 1\n')
     proc = lackjail("run", "-", "--stream", "--policy", str(policy), stdin=SPIN)
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert events[0] == {"event": "output", "text": "started\n"}
