@@ -16,13 +16,12 @@ import os
 import queue
 import threading
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 
 from lackjail import fanout, lang, protocol
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
-from lackjail.pool import Pool
+from lackjail.pool import Pool, Request
 
 _DONE = object()  # the end of an AsyncJail.map
 
@@ -84,6 +83,11 @@ class Jail:
         self.approve = approve
         self.kit = _resolve_kit(kit, self.workspace, extra_tools)
         self.checker = Checker(self.policy, self.kit, language)
+        # what every run sends about the kit: computed once per Jail
+        self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
+        self._jail_tools = (
+            {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
+        )
         self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
 
     @property
@@ -205,40 +209,21 @@ class Jail:
                 dry_run=dry_run,
             )
         output: list[str] = []
-        verdict: list = []  # the controller's own verdict (denied / limit), which wins
 
         def on_output(text):
             output.append(text)
             if emit:
                 emit({"event": "output", "text": text})
 
-        def on_call(frame):
-            if session is None:
-                error = f"no tool named {frame['tool']!r} in this kit"
-                return protocol.make_return(frame["seq"], False, None, error, None)
-            outcome = session.call(frame["tool"], frame["args"], frame["kwargs"])
-            if outcome.verdict:
-                verdict.append((outcome.verdict, outcome.error))
-            return protocol.make_return(
-                frame["seq"], bool(outcome.ok), outcome.value, outcome.error, outcome.verdict
-            )
-
-        run = protocol.make_run(
-            uuid.uuid4().hex,
-            source,
-            params,
-            list(self.kit.host_tools) if self.kit is not None else [],
-            {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {},
-        )
+        request = Request(source, params, self._host_tools, self._jail_tools)
         try:
-            outcome = self.pool.execute(run, on_call, on_output)
+            outcome = self.pool.execute(
+                request, session.call if session is not None else None, on_output
+            )
         finally:
             if session is not None:
                 session.close()
         status, errors, value = outcome.status, outcome.errors, outcome.value
-        if verdict and status != "ok":
-            status, message = verdict[0]
-            errors = [{"message": message or status}]
         result = Result(
             status,
             value if status == "ok" else None,

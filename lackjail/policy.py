@@ -47,6 +47,7 @@ class PoolSettings:
     queue: int = 256
     start_timeout_s: float = 10.0
     kill_grace_s: float = 0.5
+    spares: int = 2  # children each jail keeps forked, warmed and confined ahead of runs
 
     @property
     def worker_count(self) -> int:
@@ -153,6 +154,8 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             f"policy key 'isolation' must be one of nsjail, seccomp, any; not {values['isolation']!r}"
         )
     pool = values.get("pool")
+    if pool is not None and pool.spares < 1:
+        raise PolicyError("policy key 'pool.spares' must be >= 1 (children kept ready per jail)")
     if pool is not None and pool.mode not in MODES:
         raise PolicyError(
             f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}"

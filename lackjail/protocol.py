@@ -15,10 +15,23 @@ import msgpack
 from lackjail import plain
 
 HEADER = struct.Struct(">I")
-MAX_FRAME = 64 << 20  # bytes in one frame, header excluded
+MAX_FRAME = 64 << 20  # bytes in one frame, header excluded (the controller's own frames)
 MAX_STR = 32 << 20
 MAX_ITEMS = plain.MAX_ITEMS  # elements of one array or map
 MAX_DEPTH = plain.MAX_DEPTH + 2  # a value inside a frame's map and one list (call args)
+OUTPUT_CHUNK = 16 << 10  # characters of printed text in one `output` frame
+# Decoding a frame may cost at most COST_PER_BYTE times its size (+ COST_BASE) in
+# Python objects, as scan() estimates them: an empty map is ~64 bytes from 1 byte.
+COST_PER_BYTE, COST_BASE = 60, 64 << 10
+SPIN_S = 0.0003  # how long either side polls before it sleeps when an answer is due
+
+
+def max_frame(value_bytes: int) -> int:
+    """The largest frame a jail may send under a policy whose values are at most
+    VALUE_BYTES (plain.copy's size): a value or a call's arguments, with room for
+    msgpack's headers and the frame's other keys; output comes in OUTPUT_CHUNKs."""
+    return min(MAX_FRAME, value_bytes + value_bytes // 2 + (1 << 20))
+
 
 # The verdicts of a run (DESIGN.md's run contract), each with what follows from it:
 # (keeps_child: a reused child may serve another run after it,
@@ -53,8 +66,8 @@ SCHEMAS = {
     "ping": {"id": _I},
     "cancel": {"gen": _I},
     "stop": {},
-    # zygote -> controller
-    "ready": {"gen": _I},
+    # zygote -> controller (`spawned` carries the child's run channel: two descriptors)
+    "spawned": {"gen": _I},
     "pong": {"id": _I},
     "done": {
         "gen": _I,
@@ -79,6 +92,7 @@ SCHEMAS = {
         "stop": (str, type(None)),
     },
     # child -> controller
+    "ready": {"gen": _I},  # confined, warmed, waiting for a run
     "output": {"text": _S},
     "call": {"seq": _I, "tool": _S, "args": (list,), "kwargs": (dict,)},
     "result": {
@@ -109,6 +123,10 @@ def make_cancel(gen: int) -> dict:
 
 def make_stop() -> dict:
     return {"t": "stop"}
+
+
+def make_spawned(gen: int) -> dict:
+    return {"t": "spawned", "gen": gen}
 
 
 def make_ready(gen: int) -> dict:
@@ -177,11 +195,11 @@ def encode(msg: dict) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def frame_length(header: bytes) -> int:
-    """The body length a header announces, checked against the cap before any read."""
+def frame_length(header: bytes, limit: int = MAX_FRAME) -> int:
+    """The body length a header announces, checked against LIMIT before any read."""
     (length,) = HEADER.unpack(header)
-    if length == 0 or length > MAX_FRAME:
-        raise ProtocolError(f"frame length {length} is outside 1..{MAX_FRAME}")
+    if length == 0 or length > limit:
+        raise ProtocolError(f"frame length {length} is outside 1..{limit}")
     return length
 
 
@@ -202,6 +220,17 @@ _FIXED = {
     0xD2: 4,
     0xD3: 8,
 }
+_SCALAR_COST = {
+    0xCA: 24,
+    0xCB: 24,
+    0xCD: 32,
+    0xCE: 32,
+    0xCF: 32,
+    0xD0: 32,
+    0xD1: 32,
+    0xD2: 32,
+    0xD3: 32,
+}
 _SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin 8/16/32, str 8/16/32
 _CONTAINERS = {
     0xDC: (2, 1),
@@ -214,12 +243,17 @@ _CONTAINERS = {
 def scan(body: bytes) -> None:
     """Walk BODY's msgpack headers without building anything; ProtocolError unless
     every container fits the bytes that follow it, nesting stays within MAX_DEPTH,
-    strings within MAX_STR, containers within MAX_ITEMS, and there is no ext type.
+    strings within MAX_STR, containers within MAX_ITEMS, there is no ext type, and
+    the objects decoding would build cost at most COST_PER_BYTE times the size.
 
     msgpack allocates a list for the item count a header announces before it reads
-    the items: this is what keeps a few hostile bytes from costing megabytes.
+    the items: this is what keeps a few hostile bytes from costing megabytes. The
+    cost estimate (bytes of CPython objects; shared singletons such as None, small
+    ints and one-character strings cost nothing) is what keeps a frame of many
+    tiny containers from costing gigabytes and seconds.
     """
     size, pos = len(body), 0
+    budget = COST_PER_BYTE * size + COST_BASE
     pending = [1]  # items still to read at each open level
     while pending:
         if not pending[-1]:
@@ -232,6 +266,7 @@ def scan(body: bytes) -> None:
         pos += 1
         if b <= 0x7F or b >= 0xE0 or b in _FIXED:
             pos += _FIXED.get(b, 0)
+            budget -= _SCALAR_COST.get(b, 32 if b >= 0xE0 else 0)
             continue
         if 0xA0 <= b <= 0xBF or b in _SIZED:
             if b in _SIZED:
@@ -243,6 +278,8 @@ def scan(body: bytes) -> None:
             if length > MAX_STR:
                 raise ProtocolError(f"string of {length} bytes exceeds the {MAX_STR}-byte cap")
             pos += length
+            if length > 1:
+                budget -= 56 + length
             continue
         if 0x80 <= b <= 0x9F:
             items, per = b & 0x0F, (2 if b <= 0x8F else 1)
@@ -263,6 +300,12 @@ def scan(body: bytes) -> None:
             )
         if len(pending) > MAX_DEPTH:
             raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels")
+        budget -= 64 + 56 * items if per == 2 else 56 + 8 * items
+        if budget < 0:
+            raise ProtocolError(
+                f"a {size}-byte frame would decode into more than {COST_PER_BYTE} times "
+                "its size in objects (too many small containers)"
+            )
         pending.append(count)
     if pos != size:
         raise ProtocolError(
@@ -344,11 +387,13 @@ def _read_exact(read, n: int) -> bytes:
 
 
 class FrameBuffer:
-    """Incremental decoder for a non-blocking reader: feed bytes, take whole frames."""
+    """Incremental decoder for a non-blocking reader: feed bytes, take whole frames
+    of at most LIMIT bytes."""
 
-    def __init__(self):
+    def __init__(self, limit: int = MAX_FRAME):
         self._buf = bytearray()
         self._need = None
+        self._limit = limit
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -359,7 +404,7 @@ class FrameBuffer:
             if self._need is None:
                 if len(self._buf) < HEADER.size:
                     return
-                self._need = frame_length(bytes(self._buf[: HEADER.size]))
+                self._need = frame_length(bytes(self._buf[: HEADER.size]), self._limit)
                 del self._buf[: HEADER.size]
             if len(self._buf) < self._need:
                 return

@@ -13,6 +13,7 @@ SAMPLES = [
     {"t": "cancel", "gen": 3},
     {"t": "stop"},
     {"t": "ready", "gen": 1},
+    {"t": "spawned", "gen": 1},
     {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 1.5, "max_rss_kb": 100},
     {
         "t": "run",
@@ -102,7 +103,7 @@ def test_bad_frames_raise_protocol_error(body, why):
 
 def test_unexpected_type_is_refused():
     with pytest.raises(protocol.ProtocolError, match="unexpected 'run'"):
-        protocol.decode(protocol.encode(SAMPLES[6])[4:], expect=("result",))
+        protocol.decode(protocol.encode(SAMPLES[7])[4:], expect=("result",))
 
 
 @pytest.mark.parametrize("length", [0, protocol.MAX_FRAME + 1, 0xFFFFFFFF])
@@ -121,3 +122,32 @@ def test_read_frame_reports_truncation():
     data = [frame[:6]]
     with pytest.raises(EOFError, match="mid-frame"):
         protocol.read_frame(lambda n: data.pop() if data else b"")
+
+
+def test_builders_make_frames_of_their_schema():
+    built = [
+        protocol.make_ping(1),
+        protocol.make_pong(1),
+        protocol.make_cancel(1),
+        protocol.make_stop(),
+        protocol.make_spawned(1),
+        protocol.make_ready(1),
+        protocol.make_done(1, 0, None, 1.0, 1),
+        protocol.make_run("a", "1", {}, [], {}),
+        protocol.make_return(1, True, None, None, None),
+        protocol.make_output("x"),
+        protocol.make_call(1, "t", [], {}),
+        protocol.make_result("a", "ok", 1, [], 1.0, 1),
+    ]
+    assert {m["t"] for m in built} == set(protocol.SCHEMAS)
+    for msg in built:
+        assert protocol.decode(protocol.encode(msg)[4:]) == msg
+
+
+def test_max_frame_follows_the_policys_value_limit():
+    assert protocol.max_frame(1 << 20) < 4 << 20
+    assert protocol.max_frame(1 << 40) == protocol.MAX_FRAME
+    buf = protocol.FrameBuffer(protocol.max_frame(1000))
+    buf.feed(struct.pack(">I", 2 << 20))
+    with pytest.raises(protocol.ProtocolError, match="outside"):
+        list(buf.frames())

@@ -87,7 +87,6 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         rlimit_nofile=64,
         rlimit_nproc_type=_soft(),
         rlimit_stack_type=_soft(),
-        pass_fd=[3, 4],
         disable_no_new_privs=False,
     )
     namespaces = set(d["namespaces"])

@@ -58,7 +58,9 @@ class Launcher:
                 pass
 
 
-def zygote_config(limits, mode: str, runs_per_child: int, seccomp: bool = True) -> str:
+def zygote_config(
+    limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
+) -> str:
     """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval)."""
     return repr(
         {
@@ -67,6 +69,7 @@ def zygote_config(limits, mode: str, runs_per_child: int, seccomp: bool = True) 
             "output_bytes": limits.output_bytes,
             "value_bytes": limits.value_bytes,
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
+            "spares": spares,
             "seccomp": seccomp,
         }
     )

@@ -1,21 +1,30 @@
-"""The pre-fork pool: N jails, lent to one run at a time.
+"""The pool: N jails for one policy, kept by one supervisor thread, lent to one run at a time.
 
-Kept small on purpose (after gunicorn's arbiter): spawn jails, lend them,
-retire the ones that misbehaved or served their share, replace them, and
-shut down without leaving a process behind.
+After gunicorn's arbiter: the supervisor is the only code that spawns jails,
+watches them start, reaps them (pidfd), pings idle ones, kills stuck and
+retired ones, and brings the pool back to N with a backoff when starts fail.
+Callers only borrow a jail and give it back; `execute` does both around one
+`Run`. Glossary: see `lackjail.worker.zygote`.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import os
+import select
 import threading
 import time
 
+from lackjail import protocol
 from lackjail.policy import Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
-from lackjail.pool.worker import Outcome, Worker, WorkerDied
+from lackjail.pool.jail_process import JailDied, JailProcess
+from lackjail.pool.run import Outcome, Request, Run
+
+PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
+PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
 
 
 class PoolError(RuntimeError):
@@ -36,126 +45,210 @@ class Pool:
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
-        self._limits = policy.limits
+        self.limits = policy.limits
+        self.max_frame = protocol.max_frame(policy.limits.value_bytes)
         self._cond = threading.Condition()
-        self._idle: list[Worker] = []
-        self._all: set[Worker] = set()
-        self._waiters: collections.deque = (
-            collections.deque()
-        )  # (event, slot) of callers waiting, oldest first
-        self._starting = 0
+        self._jails: set[JailProcess] = set()  # every jail not yet reaped
+        self._starting: dict[JailProcess, float] = {}  # jail -> start deadline
+        self._idle: collections.deque[JailProcess] = collections.deque()  # oldest first
+        self._retired: list[JailProcess] = []
+        self._waiters: collections.deque = collections.deque()  # (event, slot), oldest first
         self._closed = False
         self._ids = itertools.count(1)
         self._last_error = ""
+        self._backoff, self._next_start = 0.05, 0.0
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self.launcher = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation)
         self.cold_start_ms = (time.monotonic() - started) * 1000
-        with self._cond:
-            self._idle.append(first)
-        for _ in range(self.size - 1):
-            self._replace()
-
-    def _start_first(self, demanded: str) -> Worker:
-        """Start the first jail: nsjail when it works; the seccomp fallback only
-        when the demanded level allows it. Sets the launcher the others use."""
-        args = isolation.zygote_config(self._limits, self.mode, self.policy.pool.recycle_after)
-        why = ""
-        if demanded in ("nsjail", "any"):
-            try:
-                self.launcher = isolation.nsjail_launcher(args)
-                return self._spawn()
-            except (isolation.IsolationError, images.ImageError, WorkerDied, OSError) as exc:
-                why = str(exc)
-                self._close_launcher()
-            if demanded == "nsjail":
-                raise isolation.IsolationError(
-                    f"policy '{self.policy.name}' requires nsjail isolation, which this host cannot provide: {why} "
-                    "(run 'lackjail doctor'; set isolation = \"any\" to allow the seccomp fallback)"
-                )
-        self.launcher = isolation.seccomp_launcher(args)
-        try:
-            return self._spawn()
-        except (WorkerDied, OSError) as exc:
-            self._close_launcher()
-            raise PoolError(
-                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
-            ) from None
+        self._idle.append(first)
+        self._supervisor = threading.Thread(
+            target=self._supervise, name="lackjail-supervisor", daemon=True
+        )
+        self._supervisor.start()
 
     @property
     def isolation(self) -> str:
         return self.launcher.level
 
-    # -- jails ----------------------------------------------------------
+    # -- starting -------------------------------------------------------
 
-    def _spawn(self) -> Worker:
-        limits = {
-            "output_bytes": self._limits.output_bytes,
-            "cpu_s": self._limits.cpu_s,
-            "memory_mb": self._limits.memory_mb,
-        }
-        worker = Worker(
-            self.launcher.argv, self.launcher.env, limits, self.runs_per_child, next(self._ids)
+    def _start_first(self, demanded: str) -> JailProcess:
+        """Start the first jail and wait for it: nsjail when it works; the seccomp
+        fallback only when the demanded level allows it. Sets the launcher."""
+        args = isolation.zygote_config(
+            self.limits, self.mode, self.policy.pool.recycle_after, self.policy.pool.spares
         )
-        with self._cond:
-            self._all.add(worker)
+        why = ""
+        if demanded in ("nsjail", "any"):
+            try:
+                self.launcher = isolation.nsjail_launcher(args)
+                return self._start_now()
+            except (isolation.IsolationError, images.ImageError, JailDied, OSError) as exc:
+                why = str(exc)
+                self._close_launcher()
+            if demanded == "nsjail":
+                raise isolation.IsolationError(
+                    f"policy '{self.policy.name}' requires nsjail isolation, which this host "
+                    f"cannot provide: {why} (run 'lackjail doctor'; set isolation = \"any\" "
+                    "to allow the seccomp fallback)"
+                )
+        self.launcher = isolation.seccomp_launcher(args)
         try:
-            worker.wait_ready(self.policy.pool.start_timeout_s)
-        except WorkerDied as exc:
-            self._discard(worker)
-            self._last_error = str(exc)
-            raise
-        return worker
+            return self._start_now()
+        except (JailDied, OSError) as exc:
+            self._close_launcher()
+            raise PoolError(
+                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
+            ) from None
 
-    def _replace(self) -> None:
-        """Start a jail in the background and add it to the idle set when ready."""
-        with self._cond:
-            if self._closed:
-                return
-            self._starting += 1
+    def _start_now(self) -> JailProcess:
+        jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        try:
+            jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
+        except (JailDied, protocol.ProtocolError) as exc:
+            jail.kill()
+            raise JailDied(f"{exc}{jail.log_tail()}") from None
+        self._jails.add(jail)
+        return jail
 
-        def start():
-            worker, pause = None, 0.05
-            while worker is None and not self._closed:
-                try:
-                    worker = self._spawn()
-                except (
-                    WorkerDied,
-                    OSError,
-                ) as exc:  # keep trying, backing off: the pool must return to N
-                    self._last_error = str(exc)
-                    time.sleep(pause)
-                    pause = min(pause * 2, 2.0)
+    # -- the supervisor -------------------------------------------------
+
+    def _supervise(self) -> None:
+        """Spawn, watch starting jails, reap, ping idle ones, kill stuck and retired
+        ones, keep N; until close()."""
+        last_ping = time.monotonic()
+        while True:
             with self._cond:
-                self._starting -= 1
-            if worker is not None:
-                self._offer(worker)
+                if self._closed:
+                    return
+                self._kill_retired()
+                self._spawn_missing()
+                watched = {}
+                for jail in self._starting:
+                    for fd in jail.watch_fds():
+                        watched[fd] = jail
+                for jail in self._idle:
+                    watched[jail.pidfd] = jail
+                timeout = self._next_timer()
+            poller = select.poll()
+            poller.register(self._wake_r, select.POLLIN)
+            for fd in watched:
+                poller.register(fd, select.POLLIN)
+            events = poller.poll(timeout * 1000)
+            with self._cond:
+                for fd, _ in events:
+                    if fd == self._wake_r:
+                        _drain(self._wake_r)
+                    elif watched[fd] in self._starting:
+                        self._pump_starting(watched[fd])
+                    elif watched[fd] in self._idle and watched[fd].exited():
+                        self._idle.remove(watched[fd])
+                        self._retire(watched[fd], "the jail exited while idle")
+                self._check_start_deadlines()
+            if time.monotonic() - last_ping >= PING_EVERY_S:
+                last_ping = time.monotonic()
+                self.ping_idle(idle_for=PING_EVERY_S)
 
-        threading.Thread(target=start, name="lackjail-spawn", daemon=True).start()
+    def _next_timer(self) -> float:
+        now = time.monotonic()
+        times = [now + PING_EVERY_S, *self._starting.values()]
+        if len(self._jails) < self.size:
+            times.append(self._next_start)
+        return max(0.0, min(times) - now)
 
-    def _discard(self, worker: Worker) -> None:
-        worker.kill()
+    def _spawn_missing(self) -> None:
+        now = time.monotonic()
+        while len(self._jails) < self.size and now >= self._next_start:
+            try:
+                jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+            except OSError as exc:
+                self._failed(str(exc))
+                return
+            self._jails.add(jail)
+            self._starting[jail] = now + self.policy.pool.start_timeout_s
+
+    def _pump_starting(self, jail: JailProcess) -> None:
+        try:
+            jail.pump_ctrl()
+            jail.pump_children()
+            if jail.exited():
+                raise JailDied("the jail exited")
+        except (JailDied, protocol.ProtocolError) as exc:
+            del self._starting[jail]
+            self._failed(f"{exc}{jail.log_tail()}")
+            self._retire(jail, str(exc))
+            return
+        if jail.ready_count():
+            del self._starting[jail]
+            self._backoff = 0.05
+            self._offer(jail)
+
+    def _check_start_deadlines(self) -> None:
+        now = time.monotonic()
+        for jail, deadline in list(self._starting.items()):
+            if now >= deadline:
+                del self._starting[jail]
+                why = f"the jail was not ready within {self.policy.pool.start_timeout_s:g} s"
+                self._failed(f"{why}{jail.log_tail()}")
+                self._retire(jail, why)
+
+    def _failed(self, why: str) -> None:
+        """A start failed: remember why, and wait longer before the next one."""
+        self._last_error = why
+        self._next_start = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, 2.0)
+
+    def _retire(self, jail: JailProcess, why: str = "") -> None:
+        self._retired.append(jail)
+        self._wake()
+
+    def _kill_retired(self) -> None:
+        for jail in self._retired:
+            jail.kill()
+            self._jails.discard(jail)
+        self._retired = []
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass
+
+    def ping_idle(self, idle_for: float = 0.0) -> int:
+        """Ping the jails idle for IDLE_FOR seconds or more; kill and replace those
+        that do not answer within PING_TIMEOUT_S. Returns how many answered."""
+        now = time.monotonic()
         with self._cond:
-            self._all.discard(worker)
+            jails = [j for j in self._idle if now - j.last_used >= idle_for]
+            for jail in jails:
+                self._idle.remove(jail)
+        answered = 0
+        for jail in jails:
+            ok = jail.answers_ping(time.monotonic() + PING_TIMEOUT_S)
+            answered += ok
+            self._give_back(jail, retire=not ok)
+        return answered
 
     # -- lending --------------------------------------------------------
 
-    def _acquire(self, timeout: float) -> Worker:
-        """A free jail; callers that must wait are served first come, first served."""
+    def _borrow(self, timeout: float) -> JailProcess:
+        """A free jail, the one idle longest (its spares are the warmest); callers
+        that must wait are served first come, first served."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._idle and not self._waiters:
-                return self._idle.pop()
+                return self._idle.popleft()
             if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(
                     f"the run queue is full ({self.policy.pool.queue} waiting); retry later"
                 )
             ticket = (threading.Event(), [])
             self._waiters.append(ticket)
-            short = not self._starting and len(self._all) < self.size
-        if short:
-            self._replace()
         ready, slot = ticket
         ready.wait(timeout)
         with self._cond:
@@ -166,75 +259,67 @@ class Pool:
                 raise PoolError("the jail pool is closed")
             raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
 
-    def _offer(self, worker: Worker) -> None:
-        """Hand a free jail to the longest waiting caller, or keep it idle."""
+    def _offer(self, jail: JailProcess) -> None:
+        """Hand a free jail to the longest waiting caller, or keep it idle (lock held)."""
+        if self._waiters:
+            ready, slot = self._waiters.popleft()
+            slot.append(jail)
+            ready.set()
+        else:
+            self._idle.append(jail)
+        self._cond.notify_all()
+
+    def _give_back(self, jail: JailProcess, retire: bool) -> None:
         with self._cond:
             if self._closed:
-                self._discard(worker)
-                return
-            if self._waiters:
-                ready, slot = self._waiters.popleft()
-                slot.append(worker)
-                ready.set()
+                jail.kill()
+                self._jails.discard(jail)
+            elif retire or jail.runs >= self.policy.pool.recycle_after or not jail.alive:
+                self._retire(jail)
             else:
-                self._idle.append(worker)
-            self._cond.notify_all()
+                jail.last_used = time.monotonic()
+                self._offer(jail)
 
     def _why(self) -> str:
         return f" (last start error: {self._last_error})" if self._last_error else ""
 
-    def _release(self, worker: Worker, retire: bool) -> None:
-        if retire or worker.runs >= self.policy.pool.recycle_after:
-            self._discard(worker)
-            self._replace()
-            return
-        self._offer(worker)
+    def execute(
+        self, request: Request, tool_handler=None, on_output=None, wall_s: float | None = None
+    ) -> Outcome:
+        """Run REQUEST on a free jail; waits (bounded) when all are busy.
 
-    def execute(self, run: dict, on_call, on_output, wall_s: float | None = None) -> Outcome:
-        """Run one frame on a free jail; waits (bounded) when all are busy."""
-        wall = wall_s or self._limits.wall_s
-        worker = self._acquire_healthy(self.policy.pool.start_timeout_s + wall)
+        TOOL_HANDLER(tool, args, kwargs) answers a host tool call with an object
+        that has `ok`, `value`, `error` and `verdict` (the kit's CallOutcome); a
+        verdict ends the run with that status. ON_OUTPUT(text) receives printed
+        text as it arrives. Never raises for what the program or the jail does.
+        """
+        wall = wall_s or self.limits.wall_s
+        start_timeout = self.policy.pool.start_timeout_s
+        for _ in range(self.size + 1):
+            jail = self._borrow(start_timeout + wall)
+            if not jail.exited():
+                break
+            self._give_back(jail, retire=True)
         retire = True
         try:
             try:
-                worker.wait_ready(self.policy.pool.start_timeout_s)
-            except WorkerDied as exc:
+                child = jail.wait_ready_child(time.monotonic() + start_timeout)
+            except (JailDied, protocol.ProtocolError) as exc:
                 return Outcome(
                     "killed",
                     errors=[{"message": f"the jail died before the run: {exc}"}],
                     retire=True,
                 )
-            outcome = worker.execute(run, wall, self.policy.pool.kill_grace_s, on_call, on_output)
+            run = Run(
+                jail, child, request, tool_handler, on_output, self.limits, self.runs_per_child
+            )
+            outcome = run.execute(wall, self.policy.pool.kill_grace_s)
             retire = outcome.retire
             return outcome
         finally:
-            self._release(worker, retire)
+            self._give_back(jail, retire)
 
-    def _acquire_healthy(self, timeout: float) -> Worker:
-        """A free jail that is still alive: a dead one is replaced, not handed a run."""
-        for _ in range(self.size + 1):
-            worker = self._acquire(timeout)
-            if worker.healthy():
-                return worker
-            self._discard(worker)
-            self._replace()
-        return self._acquire(timeout)
-
-    # -- health and shutdown --------------------------------------------
-
-    def check(self) -> int:
-        """Ping idle jails; replace those that do not answer. Returns how many answered."""
-        with self._cond:
-            idle, self._idle = self._idle, []
-        healthy = 0
-        for worker in idle:
-            if worker.ping():
-                healthy += 1
-                self._offer(worker)
-            else:
-                self._discard(worker)
-                self._replace()
-        return healthy
+    # -- for tests, benchmarks and shutdown -----------------------------
 
     def wait_full(self, timeout: float = 10.0) -> bool:
         """Block until every jail is started and idle (used by benchmarks and tests)."""
@@ -249,29 +334,42 @@ class Pool:
 
     def pids(self) -> list[int]:
         with self._cond:
-            return [w.pid for w in self._all if w.alive]
+            return [j.pid for j in self._jails if j.alive]
 
     def close(self) -> None:
-        """Stop every jail and wait for the ones still starting; no process is left."""
+        """Stop every jail; no process is left. Runs in progress end as `killed`."""
         with self._cond:
             self._closed = True
-            workers = list(self._all)
-            self._idle = []
             for ready, _ in self._waiters:  # they wake to find no jail: "the pool is closed"
                 ready.set()
             self._cond.notify_all()
-        for worker in workers:
-            worker.stop()
-        deadline = time.monotonic() + 15
+        self._wake()
+        if self._supervisor.is_alive() and self._supervisor is not threading.current_thread():
+            self._supervisor.join(PING_TIMEOUT_S * 3)
         with self._cond:
-            while self._starting and time.monotonic() < deadline:
-                self._cond.wait(0.05)
-            leftovers = list(self._all)
-            self._all.clear()
-        for worker in leftovers:
-            worker.kill()
+            idle = list(self._idle) + list(self._starting) + self._retired
+            lent = [j for j in self._jails if j not in idle]
+            self._idle.clear()
+            self._starting.clear()
+            self._retired = []
+            for jail in idle:
+                self._jails.discard(jail)
+        for jail in idle:
+            jail.stop()
+        for jail in lent:  # their runs see the jail end and give it back (killed, closed)
+            jail.signal_kill()
         self._close_launcher()
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
 
     def _close_launcher(self) -> None:
         if self.launcher is not None:
             self.launcher.close()
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass

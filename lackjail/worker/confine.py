@@ -33,7 +33,7 @@ finally:
         sys.modules["ctypes.util"] = ctypes.util = _saved
 
 # What a running program legitimately needs: I/O on its own two descriptors,
-# memory, signals, clocks and exit.
+# memory, signals, clocks (and the run's CPU timer) and exit.
 ALLOWED = (
     "read",
     "write",
@@ -58,6 +58,8 @@ ALLOWED = (
     "clock_getres",
     "gettimeofday",
     "getrusage",
+    "setitimer",
+    "getitimer",
     "sched_yield",
     "getpid",
     "gettid",

@@ -10,6 +10,7 @@ import ast
 import os
 import resource
 import select
+import signal
 import sys
 import time
 import types
@@ -42,8 +43,6 @@ class Channel:
     moment and waking a sleeping process costs more than the answer took.
     """
 
-    SPIN_S = 0.0003
-
     def __init__(self, fd_in, fd_out):
         self.fd_in, self.fd_out = fd_in, fd_out
         self._poller = select.poll()
@@ -55,7 +54,7 @@ class Channel:
             data = data[os.write(self.fd_out, data) :]
 
     def _read(self, n, spin):
-        until = time.perf_counter() + self.SPIN_S if spin else 0.0
+        until = time.perf_counter() + protocol.SPIN_S if spin else 0.0
         while True:
             try:
                 return os.read(self.fd_in, n)
@@ -97,7 +96,9 @@ class Output:
         if self.parts:
             text = "".join(self.parts)
             self.parts, self.pending = [], 0
-            self.channel.send(protocol.make_output(plain.utf8(text)))
+            for start in range(0, len(text), protocol.OUTPUT_CHUNK):
+                chunk = text[start : start + protocol.OUTPUT_CHUNK]
+                self.channel.send(protocol.make_output(plain.utf8(chunk)))
             self.sent_at = time.monotonic()
 
 
@@ -190,13 +191,20 @@ def _error_location(exc, source):
     return line, col
 
 
-def _usage():
+def _cpu_ms():
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return round((usage.ru_utime + usage.ru_stime) * 1000, 3), usage.ru_maxrss
+    return (usage.ru_utime + usage.ru_stime) * 1000
 
 
 def run_one(channel, msg, limits):
-    """Run the program in MSG; returns the result frame, whatever the program did."""
+    """Run the program in MSG; returns the result frame, whatever the program did.
+
+    The run gets the CPU limit for itself: a profiling timer (CPU time, SIGPROF,
+    whose default action ends the process) armed now and disarmed at the end.
+    """
+    cpu_start = _cpu_ms()
+    if limits["cpu_s"]:
+        signal.setitimer(signal.ITIMER_PROF, limits["cpu_s"])
     out = Output(channel, limits["output_bytes"])
     status, value, errors = "ok", None, []
     try:
@@ -255,7 +263,9 @@ def run_one(channel, msg, limits):
             out.flush()
         except Stop:
             pass
-    cpu_ms, rss = _usage()
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    cpu_ms = round(_cpu_ms() - cpu_start, 3)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     errors = [{k: v for k, v in e.items() if v is not None} for e in errors]
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, rss)
 
@@ -296,10 +306,11 @@ def warm_up(limits):
     run_one(_Sink, protocol.make_run("warm", WARM_UP, {}, [], {}), limits)
 
 
-def serve(fd_in, fd_out, limits, runs):
-    """Answer up to RUNS run frames on the run channel (1 in fresh mode)."""
+def serve(fd_in, fd_out, limits, gen):
+    """Say `ready`, then answer up to runs_per_child run frames (1 in fresh mode)."""
     channel = Channel(fd_in, fd_out)
-    for _ in range(runs):
+    channel.send(protocol.make_ready(gen))
+    for _ in range(limits["runs_per_child"]):
         try:
             msg = channel.recv(("run",))
         except (EOFError, protocol.ProtocolError, OSError):
@@ -308,13 +319,11 @@ def serve(fd_in, fd_out, limits, runs):
         try:
             channel.send(result)
         except protocol.ProtocolError as exc:
+            error = {"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}
             channel.send(
-                {
-                    **result,
-                    "status": "limit",
-                    "value": None,
-                    "errors": [{"message": f"the value cannot be returned: {exc}"[:MAX_MESSAGE]}],
-                }
+                protocol.make_result(
+                    result["id"], "limit", None, [error], result["cpu_ms"], result["max_rss_kb"]
+                )
             )
         if not protocol.keeps_child(result["status"]):
             return  # the process may be in a bad state: a fresh child takes over

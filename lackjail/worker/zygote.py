@@ -1,45 +1,57 @@
-"""The zygote: the jail's first process. It never runs untrusted code.
+"""The zygote: a jail's first process. It never runs untrusted code.
 
-It keeps one child forked ahead of time, already confined (rlimits and
-seccomp), waiting on the run channel; when that child ends it reports how
-(`done`) and forks the next. On the control channel it answers `ping`,
-kills the child on `cancel`, and exits on `stop` or end of file.
+Glossary (the same words everywhere in lackjail):
+  jail    one sandbox: a zygote and its children, as the controller sees it
+          (`lackjail.pool.jail_process.JailProcess`); `lackjail.Jail` is the
+          library's entry point, holding a policy, a kit and a pool of jails;
+  pool    the N jails of one policy, kept by one supervisor thread;
+  zygote  this process: it forks children, never runs a program;
+  child   a forked, confined process that runs programs (one run, or several
+          in reuse mode), then exits;
+  worker  the code that runs inside a jail (this package), nothing else.
 
-Descriptors: 0/1 control channel (controller <-> zygote), 3/4 run channel
-(controller <-> child). The child closes 0, 1 and 2: it can only speak on
-the run channel.
+The zygote keeps SPARES children forked ahead. Each child gets a run channel
+of its own (two fresh pipes), whose controller ends travel to the controller
+with the `spawned` frame (SCM_RIGHTS); the zygote keeps no end, so nothing a
+child writes can reach another child's run, and the controller sees end of
+file when the child is gone. When a child ends the zygote reports how
+(`done`) and forks the next. On the control channel it answers `ping`, kills
+a child on `cancel`, and exits on `stop` or end of file.
+
+Descriptors: 0 and 1 the control socket, 2 the jail's log. A child keeps
+only 3 and 4, its run channel; it closes the rest before any program runs.
 """
 
 import ast
+import fcntl
 import gc
 import os
 import resource
 import select
 import signal
+import socket
 import sys
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
 from lackjail.worker import confine, puretools, runner  # noqa: F401 - preloaded for jail tools
 
-CTRL_IN, CTRL_OUT, RUN_IN, RUN_OUT = 0, 1, 3, 4
+CTRL = 0
+RUN_IN, RUN_OUT = 3, 4  # a child's run channel
 
 
-def send(msg):
-    data = memoryview(protocol.encode(msg))
-    while data:
-        data = data[os.write(CTRL_OUT, data) :]
-
-
-def child(cfg, flt):
+def child(cfg, flt, gen, run_in, run_out):
     """Confine this freshly forked process, then serve runs; never returns.
 
     A failure before the program's turn exits with code 70 and a traceback
     on stderr (the jail's log); untrusted code never runs unconfined.
     """
     try:
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (run_in, run_out)]
+        os.dup2(high[0], RUN_IN)
+        os.dup2(high[1], RUN_OUT)
+        os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
         runner.warm_up(cfg)
-        confine.set_limits(cfg["memory_mb"], cfg["cpu_s"])
-        os.closerange(RUN_OUT + 1, 1 << 16)  # one close_range(2) call, before the filter forbids it
+        confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
         os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
             confine.install_filter(flt)
@@ -48,47 +60,95 @@ def child(cfg, flt):
 
         traceback.print_exc()
         os._exit(70)
-    for fd in (CTRL_IN, CTRL_OUT, 2):
+    for fd in (0, 1, 2):
         os.close(fd)
     try:
-        runner.serve(RUN_IN, RUN_OUT, cfg, cfg["runs_per_child"])
+        runner.serve(RUN_IN, RUN_OUT, cfg, gen)
     except BaseException:
         os._exit(71)
     os._exit(0)
 
 
-def wait_child(pid, pidfd, gen):
-    """Serve the control channel until the child ends; False when the zygote must exit."""
-    poller = select.poll()
-    poller.register(CTRL_IN, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
-    while True:
-        for fd, _ in poller.poll():
-            if fd == pidfd:
-                _, status, usage = os.wait4(pid, 0)
-                send(
-                    protocol.make_done(
-                        gen,
-                        os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                        os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                        round((usage.ru_utime + usage.ru_stime) * 1000, 3),
-                        usage.ru_maxrss,
-                    )
-                )
-                return True
-            try:
-                msg = protocol.read_frame(lambda n: os.read(CTRL_IN, n), ("ping", "cancel", "stop"))
-            except (EOFError, protocol.ProtocolError):
-                msg = protocol.make_stop()
-            if msg["t"] == "ping":
-                send(protocol.make_pong(msg["id"]))
-            elif msg["t"] == "cancel":
-                if msg["gen"] == gen:
+class Zygote:
+    """The children forked ahead and the control socket that reports on them."""
+
+    def __init__(self, cfg, flt):
+        self.cfg, self.flt = cfg, flt
+        self.ctrl = socket.socket(fileno=CTRL)
+        self.children = {}  # pidfd -> (pid, gen)
+        self.gen = 0
+        self.poller = select.poll()
+        self.poller.register(CTRL, select.POLLIN)
+
+    def send(self, msg, fds=()):
+        data = protocol.encode(msg)
+        if fds:
+            sent = socket.send_fds(self.ctrl, [data], list(fds))
+            data = data[sent:]
+        if data:
+            self.ctrl.sendall(data)
+
+    def fork(self):
+        """One more child, and its run channel's controller ends sent with `spawned`."""
+        self.gen += 1
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            child(self.cfg, self.flt, self.gen, in_r, out_w)
+        for fd in (in_r, out_w):
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = (pid, self.gen)
+        self.poller.register(pidfd, select.POLLIN)
+        self.send(protocol.make_spawned(self.gen), (in_w, out_r))
+        for fd in (in_w, out_r):
+            os.close(fd)
+
+    def reap(self, pidfd):
+        pid, gen = self.children.pop(pidfd)
+        self.poller.unregister(pidfd)
+        os.close(pidfd)
+        _, status, usage = os.wait4(pid, 0)
+        self.send(
+            protocol.make_done(
+                gen,
+                os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                round((usage.ru_utime + usage.ru_stime) * 1000, 3),
+                usage.ru_maxrss,
+            )
+        )
+
+    def command(self):
+        """Answer one control frame; False when the zygote must exit."""
+        try:
+            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "stop"))
+        except (EOFError, OSError, protocol.ProtocolError):
+            msg = protocol.make_stop()
+        if msg["t"] == "ping":
+            self.send(protocol.make_pong(msg["id"]))
+        elif msg["t"] == "cancel":
+            for pid, gen in self.children.values():
+                if gen == msg["gen"]:
                     os.kill(pid, signal.SIGKILL)
-            else:
+        else:
+            for pid, _ in self.children.values():
                 os.kill(pid, signal.SIGKILL)
+            for pid, _ in self.children.values():
                 os.waitpid(pid, 0)
-                return False
+            return False
+        return True
+
+    def serve(self):
+        while True:
+            while len(self.children) < self.cfg["spares"]:
+                self.fork()
+            for fd, _ in self.poller.poll():
+                if fd in self.children:
+                    self.reap(fd)
+                elif not self.command():
+                    return
 
 
 def main():
@@ -97,18 +157,7 @@ def main():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     gc.collect()
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
-    gen = 0
-    while True:
-        gen += 1
-        pid = os.fork()
-        if pid == 0:
-            child(cfg, flt)
-        pidfd = os.pidfd_open(pid)
-        send(protocol.make_ready(gen))
-        alive = wait_child(pid, pidfd, gen)
-        os.close(pidfd)
-        if not alive:
-            return
+    Zygote(cfg, flt).serve()
 
 
 if __name__ == "__main__":

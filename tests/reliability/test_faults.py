@@ -123,11 +123,11 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
 
         # the pool heals: its health check retires jails that died while idle, and it returns to
         # N live jails that each answer a ping, and it still computes
-        jail.pool.check()
+        jail.pool.ping_idle()
         assert jail.pool.wait_full(30), "the pool did not return to full strength"
         assert len(jail.pool.pids()) == workers
         assert all(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in jail.pool.pids())
-        assert jail.pool.check() == workers
+        assert jail.pool.ping_idle() == workers
         assert [jail.run(f"{n} + 1").value for n in range(5)] == [1, 2, 3, 4, 5]
     left = wait_no_leftovers(before)
     assert not left, describe(left)
@@ -143,13 +143,13 @@ def test_a_jail_that_dies_while_starting_is_replaced(require_nsjail):
         ns, zygote, _ = jail_processes(jail)[0]
         survivors.discard(ns)
         os.kill(zygote, signal.SIGKILL)
-        assert jail.pool.check() == 1  # retires the dead jail and starts a replacement
+        assert jail.pool.ping_idle() == 1  # retires the dead jail and starts a replacement
         killed = _kill_jails_while_starting(jail, survivors, count=1)
         assert killed == 1, "could not catch the replacement jail while it was starting"
         assert jail.pool.wait_full(15), (
             f"the pool stayed at {len(jail.pool.pids())} of 2 jails after starts failed"
         )
-        assert jail.pool.check() == 2
+        assert jail.pool.ping_idle() == 2
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
 
@@ -235,17 +235,21 @@ def test_stalled_idle_jail_is_replaced_by_the_health_check(require_nsjail):
         assert jail.pool.wait_full(30)
         stalled_pid, zygote, _ = jail_processes(jail)[0]
         os.kill(zygote, signal.SIGSTOP)
-        assert jail.pool.check() == 1  # the stopped zygote misses its ping and is retired
+        assert jail.pool.ping_idle() == 1  # the stopped zygote misses its ping and is retired
         assert stalled_pid not in jail.pool.pids()
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
 
 
 GARBAGE_ZYGOTE = r"""
-import os, sys, time
-os.write(1, bytes.fromhex(sys.argv[1]))         # a proper 'ready' on the control channel
-os.read(3, 1 << 16)                              # take the run frame
-os.write(4, b"\x00\x00\x00\x05\xc1\xc1\xc1\xc1\xc1")  # and answer with garbage
+import os, socket, sys, time
+ctrl = socket.socket(fileno=0)
+in_r, in_w = os.pipe()
+out_r, out_w = os.pipe()
+socket.send_fds(ctrl, [bytes.fromhex(sys.argv[1])], [in_w, out_r])  # a proper 'spawned'
+os.write(out_w, bytes.fromhex(sys.argv[2]))      # and a proper 'ready' from the child
+os.read(in_r, 1 << 16)                           # take the run frame
+os.write(out_w, b"\x00\x00\x00\x05\xc1\xc1\xc1\xc1\xc1")  # and answer with garbage
 time.sleep(60)
 """
 
@@ -256,12 +260,16 @@ def test_a_jail_that_sends_garbage_fails_only_its_own_runs(require_nsjail):
         assert jail.pool.wait_full(30)
         launcher = jail.pool.launcher
         real = (launcher.argv, launcher.env)
-        ready = protocol.encode({"t": "ready", "gen": 1}).hex()
+        spawned = protocol.encode(protocol.make_spawned(1)).hex()
+        ready = protocol.encode(protocol.make_ready(1)).hex()
         # From now on, new jails are hostile ones; retire one real jail so a hostile one takes its place.
-        launcher.argv, launcher.env = [sys.executable, "-I", "-c", GARBAGE_ZYGOTE, ready], {}
+        launcher.argv, launcher.env = (
+            [sys.executable, "-I", "-c", GARBAGE_ZYGOTE, spawned, ready],
+            {},
+        )
         nsjail_pid, zygote, _ = jail_processes(jail)[0]
         os.kill(zygote, signal.SIGKILL)
-        assert jail.pool.check() == 1
+        assert jail.pool.ping_idle() == 1
         assert jail.pool.wait_full(30)
         answers = _run_many(jail, 12)
         launcher.argv, launcher.env = real
@@ -278,7 +286,7 @@ def test_a_jail_that_sends_garbage_fails_only_its_own_runs(require_nsjail):
         # back, the health check replaces any left idle and the pool is whole again.
         for _ in range(10):
             assert jail.pool.wait_full(30)  # a hostile start already under way joins the pool first
-            if jail.pool.check() == 2:
+            if jail.pool.ping_idle() == 2:
                 break
         assert all(a[0][0] == "ok" for a in _run_many(jail, 6))
         _assert_serves(jail, 2)

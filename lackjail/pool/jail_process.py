@@ -1,0 +1,349 @@
+"""One jail as the controller sees it: the zygote process, its control socket,
+and the run channels of the children it forked ahead.
+
+Glossary: see `lackjail.worker.zygote` (jail, pool, zygote, child, worker).
+
+This module keeps only the process and its channels: it spawns the zygote,
+reads and writes frames without blocking, takes each child's run channel from
+the `spawned` frame, and kills and reaps. What a run means is `run.Run`'s;
+when jails start, end and are replaced is the supervisor's (`pool.Pool`).
+
+Everything read here comes out of the jail and is hostile: frames are decoded
+with the wire's caps and schemas, descriptors passed with `spawned` must be
+the two ends of two pipes, and any violation is a ProtocolError or JailDied
+(the owner kills the jail).
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import select
+import signal
+import socket
+import stat
+import tempfile
+import time
+
+from lackjail import protocol
+
+CTRL_FRAMES = ("spawned", "done", "pong")
+MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
+
+
+class JailDied(RuntimeError):
+    """The jail ended or could not start; the message says how."""
+
+
+class Child:
+    """A child's run channel (the controller's ends) and what is known of it."""
+
+    __slots__ = ("gen", "run_in", "run_out", "buf", "frames", "ready", "runs", "done", "cpu_ms")
+
+    def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int):
+        self.gen, self.run_in, self.run_out = gen, run_in, run_out
+        self.buf = protocol.FrameBuffer(max_frame)
+        self.frames: list = []
+        self.ready = False  # said `ready`: confined and waiting for a run
+        self.runs = 0
+        self.done: dict | None = None  # the zygote's report once the child ended
+        self.cpu_ms = 0.0  # CPU time of the runs it reported (reuse mode)
+
+    def pump(self, expect) -> bool | None:
+        """Read what the channel holds into frames: True when something came,
+        None when nothing is there now, False at end of file."""
+        try:
+            data = os.read(self.run_out, 1 << 20)
+        except BlockingIOError:
+            return None
+        if not data:
+            return False
+        self.buf.feed(data)
+        self.frames.extend(self.buf.frames(expect))
+        return True
+
+    def is_quiet(self) -> bool:
+        """Nothing unasked-for waits on the channel (a reused child between runs)."""
+        return not self.frames and self.pump(()) is None
+
+    def close(self) -> None:
+        for fd in (self.run_in, self.run_out):
+            if fd >= 0:
+                os.close(fd)
+        self.run_in = self.run_out = -1
+
+
+class JailProcess:
+    """A started jail. Not thread-safe: one owner at a time (the supervisor
+    while it is idle, a Run while it is lent)."""
+
+    def __init__(self, launcher, ident: int, max_frame: int):
+        self.ident = ident
+        self.max_frame = max_frame
+        self.children: dict[int, Child] = {}  # gen -> child whose channel we hold
+        self.runs = 0
+        self.started = self.last_used = time.monotonic()
+        self.ping_token: int | None = None
+        self.ping_deadline = 0.0
+        self._log = tempfile.TemporaryFile()
+        self._fds: list[int] = []
+        self._buf = protocol.FrameBuffer()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        actions = [
+            (os.POSIX_SPAWN_DUP2, theirs.fileno(), 0),
+            (os.POSIX_SPAWN_DUP2, theirs.fileno(), 1),
+            (os.POSIX_SPAWN_DUP2, self._log.fileno(), 2),
+        ]
+        try:
+            self.pid = os.posix_spawn(
+                launcher.argv[0], launcher.argv, launcher.env, file_actions=actions, setsid=True
+            )
+        except OSError:
+            ours.close()
+            self._log.close()
+            raise
+        finally:
+            theirs.close()
+        self.ctrl = ours
+        self.ctrl.setblocking(False)
+        self.pidfd = os.pidfd_open(self.pid)
+        self.alive = True
+
+    # -- the control socket ----------------------------------------------
+
+    def send_ctrl(self, msg: dict) -> None:
+        data = memoryview(protocol.encode(msg))
+        deadline = time.monotonic() + 1.0
+        while data:
+            try:
+                data = data[self.ctrl.send(data) :]
+            except BlockingIOError:
+                if not wait_fd(self.ctrl.fileno(), select.POLLOUT, deadline):
+                    raise JailDied("the zygote stopped reading its control socket") from None
+            except OSError as exc:
+                raise JailDied(f"the control socket failed: {exc}") from None
+
+    def pump_ctrl(self) -> list[dict]:
+        """Read the control socket until it is empty: register spawned children, note
+        their ends and pongs; returns the frames read. JailDied at end of file."""
+        frames: list[dict] = []
+        while self._pump_ctrl_once(frames):
+            pass
+        return frames
+
+    def _pump_ctrl_once(self, out: list) -> bool:
+        try:
+            data, anc, flags, _ = self.ctrl.recvmsg(
+                1 << 16, socket.CMSG_SPACE(MAX_PENDING_FDS * 4), socket.MSG_CMSG_CLOEXEC
+            )
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            raise JailDied(f"the control socket failed: {exc}") from None
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+                self._fds.extend(fds)
+        if flags & socket.MSG_CTRUNC or len(self._fds) > MAX_PENDING_FDS:
+            raise protocol.ProtocolError("the zygote sent more descriptors than children")
+        if not data:
+            raise JailDied("the jail exited")
+        self._buf.feed(data)
+        frames = list(self._buf.frames(CTRL_FRAMES))
+        for frame in frames:
+            kind = frame["t"]
+            if kind == "spawned":
+                self._adopt(frame["gen"])
+            elif kind == "done":
+                child = self.children.get(frame["gen"])
+                if child is not None:
+                    child.done = frame
+            elif kind == "pong" and frame["id"] == self.ping_token:
+                self.ping_token = None
+        out.extend(frames)
+        return True
+
+    def _adopt(self, gen: int) -> None:
+        if len(self._fds) < 2:
+            raise protocol.ProtocolError("a 'spawned' frame came without its run channel")
+        run_in, run_out = self._fds.pop(0), self._fds.pop(0)
+        child = Child(gen, run_in, run_out, self.max_frame)
+        if gen in self.children or not (_pipe_end(run_in, os.O_WRONLY) and _pipe_end(run_out, 0)):
+            child.close()
+            raise protocol.ProtocolError("a 'spawned' frame came with a bad run channel")
+        os.set_blocking(run_in, False)
+        os.set_blocking(run_out, False)
+        self.children[gen] = child
+
+    def ping(self) -> None:
+        """Send a ping; `ping_token` goes back to None when the pong arrives."""
+        self.ping_token = time.monotonic_ns() & 0x7FFFFFFF
+        self.send_ctrl(protocol.make_ping(self.ping_token))
+
+    # -- children ---------------------------------------------------------
+
+    def ready_count(self) -> int:
+        return sum(1 for c in self.children.values() if c.ready and c.done is None)
+
+    def watch_fds(self) -> list[int]:
+        """What to poll while the jail is idle: its end, its control socket, and the
+        channels of children not yet ready (their `ready` frame, or their end)."""
+        fds = [self.pidfd, self.ctrl.fileno()]
+        fds += [c.run_out for c in self.children.values() if not c.ready and c.run_out >= 0]
+        return fds
+
+    def pump_children(self) -> None:
+        """Read the channels of children that are not ready yet: a `ready` frame
+        makes one ready; end of file or anything else retires that child."""
+        for child in list(self.children.values()):
+            if child.ready or child.run_out < 0:
+                continue
+            alive = child.pump(("ready",)) is not False
+            if child.frames:
+                frame = child.frames.pop(0)
+                if frame["gen"] != child.gen or child.frames:
+                    raise protocol.ProtocolError("a child said 'ready' for another child")
+                child.ready = True
+            elif not alive:
+                self.drop(child)
+
+    def drop(self, child: Child) -> None:
+        """Forget a child: close our ends (it gets end of file and exits)."""
+        child.close()
+        self.children.pop(child.gen, None)
+
+    def forget_ended(self) -> None:
+        """Drop the children the zygote reported ended (called while no run holds one)."""
+        for child in list(self.children.values()):
+            if child.done is not None:
+                self.drop(child)
+
+    def take_ready(self) -> Child | None:
+        """The ready child that has waited longest (lowest generation), if any. A
+        reused child that wrote anything between runs broke the protocol: dropped."""
+        for child in sorted(self.children.values(), key=lambda c: c.gen):
+            if child.ready and child.done is None:
+                if child.runs == 0 or child.is_quiet():
+                    return child
+                self.drop(child)
+        return None
+
+    def wait_ready_child(self, deadline: float) -> Child:
+        """The ready child that has waited longest; waits for one until DEADLINE."""
+        while True:
+            self.pump_ctrl()
+            self.forget_ended()
+            self.pump_children()
+            child = self.take_ready()
+            if child is not None:
+                return child
+            if self.exited():
+                raise JailDied("the jail exited")
+            poller = select.poll()
+            for fd in self.watch_fds():
+                poller.register(fd, select.POLLIN)
+            timeout = deadline - time.monotonic()
+            if timeout <= 0 or not poller.poll(timeout * 1000):
+                raise JailDied("the jail had no child ready in time")
+
+    def answers_ping(self, deadline: float) -> bool:
+        """Ping the zygote and wait for its answer until DEADLINE."""
+        try:
+            self.ping()
+            while self.ping_token is not None:
+                if not wait_fd(self.ctrl.fileno(), select.POLLIN, deadline):
+                    return False
+                self.pump_ctrl()
+            return True
+        except (JailDied, protocol.ProtocolError):
+            return False
+
+    # -- the process ------------------------------------------------------
+
+    def exited(self) -> bool:
+        """Has the zygote ended? (reaps it if so)."""
+        if not self.alive:
+            return True
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid = self.pid
+        if pid:
+            self.alive = False
+        return not self.alive
+
+    def kill(self) -> None:
+        """End the jail at once, reap it and close everything; safe to call twice."""
+        if self.alive:
+            self.alive = False
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.close()
+
+    def signal_kill(self) -> None:
+        """SIGKILL the jail's processes and nothing else: whoever holds it sees it end."""
+        if self.alive:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, grace: float = 0.5) -> None:
+        """Ask the zygote to exit, give it GRACE seconds, then make sure."""
+        if self.alive:
+            try:
+                self.send_ctrl(protocol.make_stop())
+                if wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace):
+                    self.exited()
+            except JailDied:
+                pass
+        self.kill()
+
+    def close(self) -> None:
+        for child in list(self.children.values()):
+            self.drop(child)
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+        self.ctrl.close()
+        self._log.close()
+
+    def log_tail(self) -> str:
+        """The jail's last stderr lines (nsjail's own messages), for start-up errors."""
+        try:
+            self._log.seek(0)
+            lines = [
+                line
+                for line in self._log.read()[-4096:].decode("utf-8", "replace").splitlines()
+                if "no version information available" not in line and line.strip()
+            ]
+        except (OSError, ValueError):
+            return ""
+        return (": " + " | ".join(lines[-3:])) if lines else ""
+
+
+def _pipe_end(fd: int, mode: int) -> bool:
+    """Is FD a pipe opened for MODE (os.O_WRONLY, or 0 for reading)?"""
+    try:
+        is_fifo = stat.S_ISFIFO(os.fstat(fd).st_mode)
+        return is_fifo and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == mode
+    except OSError:
+        return False
+
+
+def wait_fd(fd: int, events: int, deadline: float) -> bool:
+    """Wait until FD has EVENTS or DEADLINE (time.monotonic) passes."""
+    poller = select.poll()
+    poller.register(fd, events)
+    return bool(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))

@@ -1,0 +1,269 @@
+"""One run on one child: its frames, its deadline, its cancellation and its verdict.
+
+A `Run` sends the request to a ready child over that child's own run channel,
+answers its tool calls through the caller's tool handler, forwards its output,
+cancels it at the deadline, and turns whatever happened into one `Outcome`.
+A tool's verdict (`denied`, `limit`) is applied here and nowhere else. Only
+this module and `jail_process` build frames on the controller's side.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+
+from lackjail import protocol
+from lackjail.pool.jail_process import Child, JailDied, JailProcess, wait_fd
+
+SIGNAL_VERDICTS = {
+    signal.SIGXCPU: ("timeout", "CPU time limit of {cpu_s} s exceeded"),
+    signal.SIGPROF: ("timeout", "CPU time limit of {cpu_s} s exceeded"),
+    signal.SIGSYS: ("denied", "the program made a forbidden system call and was killed by seccomp"),
+}
+RUN_FRAMES = ("output", "call", "result")
+OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
+MAX_ERRORS = 1000
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to run: validated source, parameters, and the kit's tools by placement."""
+
+    src: str
+    params: dict
+    tools: list = field(default_factory=list)  # answered by the tool handler
+    jail_tools: dict = field(default_factory=dict)  # name -> [module, function], in the jail
+
+
+@dataclass
+class Outcome:
+    """What one run produced, as the controller observed it."""
+
+    status: str
+    value: object = None
+    errors: list = field(default_factory=list)
+    cpu_ms: float = 0.0
+    max_rss_kb: int = 0
+    retire: bool = False  # the jail must not serve another run
+
+
+def _msg(text: str) -> dict:
+    return {"message": text}
+
+
+class Run:
+    """One request on one child of one jail; `execute()` once."""
+
+    def __init__(
+        self,
+        jail: JailProcess,
+        child: Child,
+        request: Request,
+        tool_handler,
+        on_output,
+        limits,
+        runs_per_child: int,
+    ):
+        self.jail, self.child, self.request = jail, child, request
+        self.tool_handler, self.on_output = tool_handler, on_output
+        self.limits, self.runs_per_child = limits, runs_per_child
+        self.verdict: tuple | None = None  # a tool's (status, message): it wins
+        self.cancelled = False
+
+    def execute(self, wall_s: float, kill_grace: float) -> Outcome:
+        """See the run through; never raises for what the jail does."""
+        jail, child = self.jail, self.child
+        child.ready = False
+        child.runs += 1
+        jail.runs += 1
+        jail.last_used = time.monotonic()
+        run_id = os.urandom(8).hex()
+        deadline = time.monotonic() + wall_s
+        try:
+            r = self.request
+            frame = protocol.make_run(run_id, r.src, r.params, r.tools, r.jail_tools)
+            self._write(protocol.encode(frame), deadline)
+            outcome = self._loop(run_id, deadline, wall_s, kill_grace)
+        except protocol.ProtocolError as exc:
+            outcome = Outcome(
+                "error", errors=[_msg(f"the jail broke the protocol: {exc}")], retire=True
+            )
+        except JailDied as exc:
+            outcome = (
+                self._timeout(wall_s)
+                if self.cancelled
+                else Outcome(
+                    "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
+                )
+            )
+        if self.verdict and outcome.status != "ok":
+            outcome.status, message = self.verdict
+            outcome.errors = [_msg(message or outcome.status)]
+            outcome.value = None
+        keep = (
+            not outcome.retire
+            and child.done is None
+            and child.runs < self.runs_per_child
+            and protocol.keeps_child(outcome.status)
+            and self.verdict is None
+        )
+        if keep:
+            child.ready = True
+            child.cpu_ms += outcome.cpu_ms
+        else:
+            jail.drop(child)
+        return outcome
+
+    def _timeout(self, wall_s: float) -> Outcome:
+        return Outcome(
+            "timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True
+        )
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.child.run_in, view) :]
+            except BlockingIOError:
+                if not wait_fd(self.child.run_in, select.POLLOUT, deadline):
+                    raise JailDied("the child stopped reading its run channel") from None
+            except BrokenPipeError:
+                raise JailDied("the child closed its run channel") from None
+
+    def _loop(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
+        jail, child = self.jail, self.child
+        output_budget = self.limits.output_bytes + OUTPUT_SLACK
+        poller = select.poll()
+        poller.register(child.run_out, select.POLLIN)
+        poller.register(jail.ctrl.fileno(), select.POLLIN)
+        poller.register(jail.pidfd, select.POLLIN)
+        until, spin = deadline, False
+        child_open = True
+        jail_gone = ""  # why the zygote is gone, once it is
+        while True:
+            while child.frames:
+                frame = child.frames.pop(0)
+                kind = frame["t"]
+                if kind == "output":
+                    output_budget -= len(frame["text"])
+                    if output_budget < 0:
+                        return Outcome(
+                            "limit",
+                            errors=[_msg("output exceeds its limit (the jail ignored the cap)")],
+                            retire=True,
+                        )
+                    if self.on_output is not None:
+                        self.on_output(frame["text"])
+                elif kind == "call":
+                    self._answer(frame, deadline)
+                    spin = True
+                else:
+                    return self._finished(frame, run_id)
+            if child_open and (child.done is not None or jail_gone):
+                # the child (or its zygote) ended: what it wrote is in the pipe now
+                while child.pump(RUN_FRAMES):
+                    pass
+                child_open = False
+                poller.unregister(child.run_out)
+                if child.frames:
+                    continue
+            if child.done is not None:
+                return self._died(child.done, wall_s)
+            if jail_gone:
+                raise JailDied(jail_gone)
+            timeout = until - time.monotonic()
+            if timeout <= 0:
+                if self.cancelled:  # the zygote did not end its child in time
+                    return self._timeout(wall_s)
+                jail.send_ctrl(protocol.make_cancel(child.gen))
+                self.cancelled, until = True, time.monotonic() + kill_grace
+                continue
+            events = _spin(poller) if spin else None
+            spin = False
+            for fd, _ in events or poller.poll(timeout * 1000):
+                if fd == child.run_out:
+                    if child_open and child.pump(RUN_FRAMES) is False:
+                        child_open = False
+                        poller.unregister(child.run_out)
+                elif jail_gone:
+                    continue
+                elif fd == jail.pidfd:
+                    jail_gone = "the jail exited"
+                else:
+                    try:
+                        jail.pump_ctrl()
+                    except JailDied as exc:
+                        jail_gone = str(exc)
+                if jail_gone:
+                    poller.unregister(jail.pidfd)
+                    poller.unregister(jail.ctrl.fileno())
+
+    def _answer(self, call: dict, deadline: float) -> None:
+        seq = call["seq"]
+        if self.tool_handler is None:
+            reply = protocol.make_return(
+                seq, False, None, f"no tool named {call['tool']!r} in this kit", None
+            )
+        else:
+            out = self.tool_handler(call["tool"], call["args"], call["kwargs"])
+            if out.verdict and self.verdict is None:
+                self.verdict = (out.verdict, out.error)
+            reply = protocol.make_return(seq, bool(out.ok), out.value, out.error, out.verdict)
+        try:
+            data = protocol.encode(reply)
+        except protocol.ProtocolError as exc:
+            error = f"{call['tool']}: the result cannot be sent: {exc}"
+            data = protocol.encode(protocol.make_return(seq, False, None, error, reply["stop"]))
+        self._write(data, deadline)
+
+    def _finished(self, frame: dict, run_id: str) -> Outcome:
+        status, errors = frame["status"], frame["errors"]
+        if frame["id"] != run_id or status not in protocol.STATUSES or not _errors_ok(errors):
+            return Outcome("error", errors=[_msg("the jail sent a malformed result")], retire=True)
+        return Outcome(status, frame["value"], errors, frame["cpu_ms"], frame["max_rss_kb"])
+
+    def _died(self, done: dict, wall_s: float) -> Outcome:
+        """The child ended without a result: the zygote's report says how."""
+        sig, code = done["signal"], done["code"]
+        if self.cancelled:
+            status, message = "timeout", f"wall-clock limit of {wall_s:g} s exceeded"
+        elif sig in SIGNAL_VERDICTS:
+            status, message = SIGNAL_VERDICTS[sig]
+            message = message.format(cpu_s=self.limits.cpu_s)
+        elif sig is not None:
+            status, message = "killed", f"the run was killed by signal {sig}"
+        else:
+            status, message = "error", f"the run ended without a result (exit code {code})"
+        cpu_ms = max(0.0, done["cpu_ms"] - self.child.cpu_ms)
+        return Outcome(
+            status, errors=[_msg(message)], cpu_ms=round(cpu_ms, 3), max_rss_kb=done["max_rss_kb"]
+        )
+
+
+def _spin(poller, spin_s: float = protocol.SPIN_S):
+    """Poll without sleeping for a moment: a program that just got a tool's answer
+    usually calls again or finishes within it, and a sleeping thread costs a
+    wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
+    while programs compute would take the CPU they need."""
+    until = time.perf_counter() + spin_s
+    while True:
+        events = poller.poll(0)
+        if events or time.perf_counter() > until:
+            return events
+
+
+def _errors_ok(errors) -> bool:
+    """Each error from the jail is {message: str[, line: int, col: int]}."""
+    if len(errors) > MAX_ERRORS:
+        return False
+    for e in errors:
+        if not isinstance(e, dict) or not isinstance(e.get("message"), str):
+            return False
+        if any(k not in ("message", "line", "col") for k in e):
+            return False
+        if any(k in e and (type(e[k]) is not int) for k in ("line", "col")):
+            return False
+    return True

@@ -1,0 +1,81 @@
+"""A hostile stand-in for the zygote, run as a plain process by the tests.
+
+It speaks the control protocol (a `spawned` frame with the child's run
+channel attached), then plays the "child" itself from a script of steps given
+as a JSON file: what to write on the run channel and when. The controller
+must hold against anything it does.
+
+    python fakezygote.py ROOT SCRIPT.json
+
+Steps (a list of [action, argument]):
+  ["spawn", gen]         send `spawned` for a new child with fresh pipes
+  ["ready", gen]         write `ready` on that child's run channel
+  ["read_run", gen]      read one frame from that child's run channel
+  ["write", [gen, hex]]  write raw bytes on that child's run channel
+  ["write_run", [gen, hex, placeholder]]  the same, PLACEHOLDER replaced by the run's id
+  ["result", gen]        write an `ok` result for the run last read from it (value: gen)
+  ["result_status", [gen, status]]  the same with another status
+  ["late", [gen, hex]]   like write, but the channel may be closed already
+  ["ctrl", hex]          write raw bytes on the control socket
+  ["done", [gen, sig]]   send `done` for that child (signal SIG, or exit code 0)
+  ["close", gen]         close that child's end of its run channel
+  ["sleep", seconds]
+  ["exit", code]
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+from lackjail import protocol  # noqa: E402
+
+ctrl = socket.socket(fileno=0)
+children = {}  # gen -> [run_in (read end), run_out (write end), last run id]
+for action, arg in json.loads(open(sys.argv[2]).read()):
+    if action == "spawn":
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        socket.send_fds(ctrl, [protocol.encode(protocol.make_spawned(arg))], [in_w, out_r])
+        os.close(in_w)
+        os.close(out_r)
+        children[arg] = [in_r, out_w, None]
+    elif action == "ready":
+        os.write(children[arg][1], protocol.encode(protocol.make_ready(arg)))
+    elif action == "read_run":
+        frame = protocol.read_frame(lambda n, fd=children[arg][0]: os.read(fd, n))
+        children[arg][2] = frame["id"]
+    elif action == "write":
+        os.write(children[arg[0]][1], bytes.fromhex(arg[1]))
+    elif action == "write_run":  # the same, with a placeholder id replaced by the run's
+        gen, data, placeholder = arg
+        data = bytes.fromhex(data).replace(placeholder.encode(), children[gen][2].encode())
+        os.write(children[gen][1], data)
+    elif action == "result":
+        result = protocol.make_result(children[arg][2], "ok", arg, [], 1.0, 1)
+        os.write(children[arg][1], protocol.encode(result))
+    elif action == "result_status":
+        gen, status = arg
+        result = protocol.make_result(children[gen][2], status, gen, [], 1.0, 1)
+        os.write(children[gen][1], protocol.encode(result))
+    elif action == "late":  # raw bytes on a run channel the controller may have closed
+        try:
+            os.write(children[arg[0]][1], bytes.fromhex(arg[1]))
+        except BrokenPipeError:
+            pass
+    elif action == "ctrl":
+        ctrl.sendall(bytes.fromhex(arg))
+    elif action == "done":
+        gen, sig = arg
+        ctrl.sendall(
+            protocol.encode(protocol.make_done(gen, None if sig else 0, sig or None, 1.0, 1))
+        )
+    elif action == "close":
+        os.close(children[arg][1])
+    elif action == "sleep":
+        time.sleep(arg)
+    elif action == "exit":
+        sys.exit(arg)
+time.sleep(30)

@@ -1,0 +1,115 @@
+"""A fake zygote that sends garbage, oversized or out-of-order frames: the
+controller fails only that run, with a clear error, and never raises."""
+
+import pytest
+
+from fakejail import fake_jail, run_on
+from lackjail import protocol
+
+
+def _hex(data: bytes) -> str:
+    return data.hex()
+
+
+def _frame(obj) -> str:
+    import msgpack
+
+    body = msgpack.packb(obj, use_bin_type=True)
+    return _hex(len(body).to_bytes(4, "big") + body)
+
+
+RESULT = {"t": "result", "id": "x", "status": "ok", "value": 1, "errors": [], "cpu_ms": 0.0}
+BAD_FRAMES = {
+    "garbage": _hex(b"\0\0\0\x05" + b"\xc1" * 5),
+    "oversized": _hex(b"\xff\xff\xff\xff" + b"x" * 100),
+    "zero_length": _hex(b"\0\0\0\0"),
+    "not_a_map": _frame([1, 2, 3]),
+    "unknown_type": _frame({"t": "exec", "code": "x"}),
+    "out_of_order": _frame({"t": "ready", "gen": 2}),
+    "extra_key": _frame({"t": "output", "text": "x", "evil": 1}),
+    "deep": _hex(b"\0\0\0\xff" + b"\x82\xa1t\xa6output\xa4text" + b"\x91" * 239 + b"\xc0"),
+    "ext": _hex(b"\0\0\0\x11\x82\xa1t\xa6output\xa4text\xd4\x05\x00"),
+    "wrong_id": _frame({**RESULT, "max_rss_kb": 0}),
+    "bad_status": None,
+}
+START = [["spawn", 1], ["ready", 1], ["read_run", 1]]
+
+
+@pytest.mark.parametrize(
+    "scenario,status,text",
+    [
+        ("garbage", "error", "protocol"),
+        ("oversized", "error", "protocol"),
+        ("zero_length", "error", "protocol"),
+        ("not_a_map", "error", "protocol"),
+        ("unknown_type", "error", "protocol"),
+        ("out_of_order", "error", "protocol"),
+        ("extra_key", "error", "protocol"),
+        ("deep", "error", "protocol"),
+        ("ext", "error", "protocol"),
+        ("wrong_id", "error", "malformed result"),
+    ],
+)
+def test_hostile_frames_fail_only_that_run(tmp_path, scenario, status, text):
+    with fake_jail(tmp_path, [*START, ["write", [1, BAD_FRAMES[scenario]]]]) as jail:
+        outcome = run_on(jail)
+    assert outcome.status == status, outcome
+    assert text in outcome.errors[0]["message"]
+    assert outcome.retire
+
+
+def test_bad_status_is_a_malformed_result(tmp_path):
+    steps = [*START, ["result_status", [1, "pwned"]]]
+    with fake_jail(tmp_path, steps) as jail:
+        outcome = run_on(jail)
+    assert outcome.status == "error" and "malformed result" in outcome.errors[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "steps,status,text,retire",
+    [
+        ([["sleep", 30]], "timeout", "wall-clock", True),  # the zygote ignores the cancel
+        ([["exit", 0]], "killed", "ended", True),
+        ([["done", [1, 31]], ["close", 1]], "denied", "seccomp", False),
+        ([["done", [1, 24]], ["close", 1]], "timeout", "CPU time limit of 1 s", False),
+        ([["done", [1, 27]], ["close", 1]], "timeout", "CPU time limit of 1 s", False),
+        ([["done", [1, 9]], ["close", 1]], "killed", "signal 9", False),
+        ([["done", [1, 9]]], "killed", "signal 9", False),  # a `done` while the channel is open
+        ([["close", 1], ["done", [1, 0]]], "error", "without a result", False),
+    ],
+)
+def test_ends_without_a_result(tmp_path, steps, status, text, retire):
+    with fake_jail(tmp_path, [*START, *steps]) as jail:
+        outcome = run_on(jail)
+    assert outcome.status == status, outcome
+    assert text in outcome.errors[0]["message"]
+    assert outcome.retire is retire
+
+
+@pytest.mark.parametrize(
+    "ctrl",
+    [
+        _frame({"t": "spawned", "gen": 7}),  # no descriptors attached
+        _frame({"t": "pong", "id": 1, "x": 2}),
+        _hex(b"\0\0\0\x05" + b"\xc1" * 5),
+    ],
+)
+def test_hostile_control_frames(tmp_path, ctrl):
+    with fake_jail(tmp_path, [*START, ["ctrl", ctrl]]) as jail:
+        outcome = run_on(jail)
+    assert outcome.status == "error" and "protocol" in outcome.errors[0]["message"]
+    assert outcome.retire
+
+
+def test_frames_never_reach_the_controller_callbacks_after_a_protocol_error(tmp_path):
+    calls = []
+
+    def handler(tool, args, kwargs):
+        calls.append(tool)
+        raise AssertionError("no call expected")
+
+    call = _frame({"t": "call", "seq": 1, "tool": "t", "args": [], "kwargs": {}, "x": 1})
+    with fake_jail(tmp_path, [*START, ["write", [1, call]]]) as jail:
+        outcome = run_on(jail, tool_handler=handler, tools=["t"])
+    assert outcome.status == "error" and calls == []
+    assert protocol.STATUSES[outcome.status]
