@@ -308,7 +308,8 @@ def test_decoder_accepts_exactly_the_schema(msg, expect):
     ],
 )
 def test_numbers_on_the_wire_are_never_bools(kind, key, value):
-    """`ping.id: True` is refused (tests/test_protocol.py); the other numeric fields must be as strict:
+    """`ping.id: True` is refused (tests/test_protocol.py); the other numeric fields must be as
+    strict:
     a jail's `cpu_ms: true` would otherwise reach Result.stats and the --json contract."""
     msg = {
         "done": {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 0.5, "max_rss_kb": 1},
@@ -344,7 +345,7 @@ def _nest(depth):
     ],
 )
 def test_encode_refuses_what_decode_refuses(what, value):
-    """encode() is the controller's gate ("Raises ProtocolError if it breaks the caps"; api.py checks
+    """encode() is the controller's gate ("Raises ProtocolError if it breaks the caps"; a Run checks
     tool replies with it): whatever it lets through, the other side must be able to decode."""
     msg = {"t": "return", "seq": 1, "ok": True, "value": value, "error": None, "stop": None}
     try:
@@ -604,7 +605,7 @@ def _errors_ok(errors) -> bool:
 
 
 def predict(payload: bytes, tail: str):
-    """Read the stream sequentially as the controller should: (verdict, outputs, calls, result frame)
+    """Read the stream sequentially as the controller should: (verdict, outputs, calls, result)
     plus whether any complete frame in the whole stream breaks the protocol."""
     outputs, calls, pos, verdict, result = [], [], 0, None, None
     budget = OUTPUT_BUDGET
@@ -698,8 +699,8 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     assert outputs == want_out[: len(outputs)]
     want_calls = [(c["tool"], c["args"], c["kwargs"]) for c in want_calls]
     assert len(calls) <= len(want_calls) and all(same(a, b) for a, b in zip(calls, want_calls))
-    # A bad frame that arrives in the same read as earlier good frames fails the run before those are
-    # acted on (FrameBuffer decodes a whole read at once): then "protocol error" is also a right answer.
+    # A bad frame that arrives in the same read as earlier good frames fails the run before those
+    # are acted on (FrameBuffer decodes a whole read at once): "protocol error" is also right then.
     protocol_error = (
         outcome.status == "error"
         and outcome.errors

@@ -398,6 +398,10 @@ class FrameBuffer:
     def feed(self, data: bytes) -> None:
         self._buf += data
 
+    def pending(self) -> bool:
+        """Are bytes of an unfinished frame buffered?"""
+        return bool(self._buf) or self._need is not None
+
     def frames(self, expect=None):
         """Yield every complete frame now buffered; ProtocolError on the first bad one."""
         while True:

@@ -163,4 +163,7 @@ def render(cfg: NsJailConfig) -> str:
 
 def bootstrap(jailroot: str, module: str = "lackjail.worker.zygote") -> str:
     """The `-c` code that puts the jail's package root on sys.path and runs MODULE."""
-    return f"import sys; sys.path.insert(0, {jailroot!r}); import runpy; runpy.run_module({module!r}, run_name='__main__')"
+    return (
+        f"import sys; sys.path.insert(0, {jailroot!r}); import runpy; "
+        f"runpy.run_module({module!r}, run_name='__main__')"
+    )

@@ -102,7 +102,10 @@ def seccomp_launcher(zygote_args: str, module: str = "lackjail.worker.zygote") -
         str(Path(msgpack.__file__).parent.parent),
         str(Path(pyseccomp.__file__).parent),
     }
-    code = f"import sys; sys.path[:0] = {sorted(roots)!r}; import runpy; runpy.run_module({module!r}, run_name='__main__')"
+    code = (
+        f"import sys; sys.path[:0] = {sorted(roots)!r}; import runpy; "
+        f"runpy.run_module({module!r}, run_name='__main__')"
+    )
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], env)
 

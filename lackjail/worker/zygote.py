@@ -23,8 +23,12 @@ only 3 and 4, its run channel; it closes the rest before any program runs.
 """
 
 import ast
+import codecs
+import encodings
 import fcntl
 import gc
+import importlib
+import importlib.machinery
 import os
 import resource
 import select
@@ -51,6 +55,7 @@ def child(cfg, flt, gen, run_in, run_out):
         os.dup2(high[1], RUN_OUT)
         os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
         runner.warm_up(cfg)
+        no_lazy_imports()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
         os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
@@ -151,8 +156,35 @@ class Zygote:
                     return
 
 
+def preload_codecs():
+    """Import every codec of the standard `encodings` package now: a program's
+    `"x".encode("cp1252")` imports one lazily, which a confined child cannot do
+    (its filter kills `openat`), and that is no escape. Codecs this platform
+    lacks (mbcs, oem) stay missing: using one is a LookupError, a plain error."""
+    folder = encodings.__path__[0]
+    for entry in sorted(os.listdir(folder)):
+        name, ext = os.path.splitext(entry)
+        if ext != ".py" or name in ("__init__", "aliases"):
+            continue
+        try:
+            importlib.import_module(f"encodings.{name}")
+        except ImportError:
+            pass
+        try:
+            codecs.lookup(name)  # a miss is cached too: no import is tried again
+        except LookupError:
+            pass
+
+
+def no_lazy_imports():
+    """Imports from files end here: a module not loaded yet is a plain ImportError
+    (an unknown codec a LookupError), never an `openat` the filter kills."""
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not importlib.machinery.PathFinder]
+
+
 def main():
     cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers and booleans
+    preload_codecs()
     flt = confine.prepare_filter(confine.build_filter()) if cfg["seccomp"] else None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     gc.collect()

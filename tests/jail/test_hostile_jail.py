@@ -2,8 +2,8 @@
 controller fails only that run, with a clear error, and never raises."""
 
 import pytest
-
 from fakejail import fake_jail, run_on
+
 from lackjail import protocol
 
 
