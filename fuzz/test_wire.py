@@ -684,7 +684,7 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     outputs, calls = [], []
 
     def handler(tool, args, kwargs):
-        calls.append((tool, args, kwargs))
+        calls.append([tool, args, kwargs])
         return SimpleNamespace(ok=True, value=None, error=None, verdict=None)
 
     with fake_jail(folder, steps) as jail:
@@ -697,7 +697,7 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     assert took < WALL_S + GRACE_S + 2.0
     # what reached the callbacks is an in-order prefix of the stream, each item once
     assert outputs == want_out[: len(outputs)]
-    want_calls = [(c["tool"], c["args"], c["kwargs"]) for c in want_calls]
+    want_calls = [[c["tool"], c["args"], c["kwargs"]] for c in want_calls]
     assert len(calls) <= len(want_calls) and all(same(a, b) for a, b in zip(calls, want_calls))
     # A bad frame that arrives in the same read as earlier good frames fails the run before those
     # are acted on (FrameBuffer decodes a whole read at once): "protocol error" is also right then.

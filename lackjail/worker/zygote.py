@@ -54,6 +54,8 @@ def child(cfg, flt, gen, run_in, run_out):
         os.dup2(high[0], RUN_IN)
         os.dup2(high[1], RUN_OUT)
         os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
+        os.close(0)  # the control socket is the zygote's alone
+        os.close(1)
         runner.warm_up(cfg)
         no_lazy_imports()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
@@ -65,8 +67,7 @@ def child(cfg, flt, gen, run_in, run_out):
 
         traceback.print_exc()
         os._exit(70)
-    for fd in (0, 1, 2):
-        os.close(fd)
+    os.close(2)
     try:
         runner.serve(RUN_IN, RUN_OUT, cfg, gen)
     except BaseException:
