@@ -109,3 +109,9 @@ def test_async_map_in_order_and_stoppable(require_nsjail):
                     pass
 
     asyncio.run(main())
+
+
+def test_the_batch_benchmark_measures_a_real_batch(require_nsjail):
+    from lackjail.batch_bench import batch_runs_per_s
+
+    assert batch_runs_per_s(n=30, workers=1) > 0
