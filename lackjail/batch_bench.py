@@ -84,22 +84,12 @@ def local_figures(n: int = 10_000, workers: int = 2) -> dict:
 
 def ray_figures(n: int = 10_000) -> dict:
     """Jail.as_completed with 2 jails vs RayJail over a two-node local cluster (1 jail each)."""
-    flag = "-n" if os.geteuid() == 0 else "-rn"
-    script = 'ip link set lo up && exec "$@"'
+    root = os.geteuid() == 0  # an ordinary user maps back to its own uid, for the jails
+    back = "" if root else f"unshare --map-user={os.geteuid()} --map-group={os.getegid()} -- "
     proc = subprocess.run(
-        [
-            "unshare",
-            flag,
-            "--",
-            "sh",
-            "-c",
-            script,
-            "sh",
-            sys.executable,
-            "-m",
-            "lackjail.batch_bench",
-        ]
-        + [str(n), "--inside"],
+        ["unshare", "-n" if root else "-rn", "--", "sh", "-c"]
+        + [f'ip link set lo up && exec {back}"$@"', "sh", sys.executable, "-m"]
+        + ["lackjail.batch_bench", str(n), "--inside"],
         capture_output=True,
         text=True,
         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},

@@ -25,6 +25,7 @@ the actors are all the trusted controller side.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections import deque
@@ -101,7 +102,12 @@ class RayJail:
         self.retry_lost = _read_only(kit, self.workspace)
         if not ray.is_initialized():
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise RayJailError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
         self.actors: dict = {}  # actor handle -> {"node": id, "pid": int, "isolation": str}

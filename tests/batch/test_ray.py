@@ -21,18 +21,25 @@ pytestmark = pytest.mark.slow
 
 
 def _in_own_netns() -> list:
-    """The command prefix that runs a child in a new network namespace with loopback up."""
+    """The command prefix that runs a child in a new network namespace with loopback up.
+
+    As root: `unshare -n`. Otherwise `unshare -rn` (root in a new user namespace,
+    which may bring loopback up), then back to our own uid in a nested user
+    namespace, so the jails start as they do for an ordinary user.
+    """
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.skip("unshare and ip (util-linux, iproute2) are needed to isolate Ray's network")
-    flag = "-n" if os.geteuid() == 0 else "-rn"
+    root = os.geteuid() == 0
+    prefix = ["unshare", "-n" if root else "-rn", "--", "sh", "-c"]
+    back = "" if root else f"unshare --map-user={os.geteuid()} --map-group={os.getegid()} -- "
     probe = subprocess.run(
-        ["unshare", flag, "--", "ip", "link", "set", "lo", "up"], capture_output=True, text=True
+        [*prefix, f"ip link set lo up && exec {back}true"], capture_output=True, text=True
     )
     if probe.returncode != 0:
         pytest.skip(
-            f"cannot make a network namespace here (unshare {flag}): {probe.stderr.strip()}"
+            f"cannot make a network namespace here ({' '.join(prefix[:2])}): {probe.stderr.strip()}"
         )
-    return ["unshare", flag, "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+    return [*prefix, f'ip link set lo up && exec {back}"$@"', "sh"]
 
 
 @pytest.fixture(scope="module")
