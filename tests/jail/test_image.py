@@ -1,0 +1,42 @@
+"""The sandbox image is checked key by key, like a policy: a bad key names itself."""
+
+import pytest
+
+from lackjail.pool import image as images
+
+GOOD = (images.IMAGE_DIR / "python312.toml").read_text(encoding="utf-8")
+
+
+def test_the_bundled_image_loads_from_the_package():
+    img = images.load_image("python312")
+    assert img.jailroot == "/opt/lackjail" and img.data["nice_level"] == 0
+    assert any(m["dst"].endswith("lackjail/plain.py") for m in img.data["mount"])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda t: "extra = 1\n" + t, "unknown key 'extra'"),
+        (lambda t: t.replace("uid = 65534", 'uid = "nobody"'), "key 'uid' must be a whole number"),
+        (lambda t: t.replace('hostname = "lackjail"\n', ""), "key 'hostname' is missing"),
+        (lambda t: t.replace('name = "python312"', 'name = "other"'), "key 'name' is 'other'"),
+        (lambda t: t.replace('"cgroup"]', '"cgroup", "time"]'), "key 'namespaces' names ['time']"),
+        (lambda t: t.replace('jailroot = "/opt/lackjail"', 'jailroot = "opt"'), "absolute path"),
+        (
+            lambda t: t.replace('dst = "/dev/null"', 'dst = "/dev/null"\nmode = 1', 1),
+            "unknown key 'mount[5].mode'",
+        ),
+        (lambda t: t.replace("size_mb = 1\n", "size_mb = true\n", 1), "'tmpfs[0].size_mb'"),
+        (lambda t: t.replace('"first-layer.kafel"', '"../x"'), "key 'seccomp'"),
+        (lambda t: t.replace("[[symlink]]", "symlink = 1\n[[symlink]]", 1), "symlink"),
+    ],
+)
+def test_bad_images_name_the_key(change, message):
+    with pytest.raises(images.ImageError, match="sandbox image 'python312'") as info:
+        images.image_from_text(change(GOOD), "python312")
+    assert message in str(info.value)
+
+
+def test_a_missing_image_is_a_clear_error():
+    with pytest.raises(images.ImageError, match="no sandbox image 'nope'"):
+        images.load_image("nope")
