@@ -16,6 +16,7 @@ from pathlib import Path
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
 ISOLATION_LEVELS = ("nsjail", "seccomp")
 MODES = ("fresh", "reuse")
+PATH_RULE_KEYS = ("write_deny", "read_deny", "write_allow", "read_allow")
 
 
 class PolicyError(ValueError):
@@ -63,6 +64,12 @@ class ToolRules:
     approval: tuple[str, ...] = ()  # tools that need the caller's approval
     timeouts: dict = field(default_factory=dict)  # tool name -> seconds
     workspace_writable: bool = True
+    # protected paths (lackjail.workspace.protect): rules added to the defaults,
+    # and default rules a policy lifts by naming them
+    write_deny: tuple[str, ...] = ()
+    read_deny: tuple[str, ...] = ()
+    write_allow: tuple[str, ...] = ()
+    read_allow: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,14 @@ def _check_value(key: str, value, default):
                 f"policy key '{key}' must be a positive number of seconds, not {value!r}"
             )
         return float(value)
+    if isinstance(default, tuple) and key.rpartition(".")[2] in PATH_RULE_KEYS:
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and v.strip("/") and "\x00" not in v for v in value
+        ):
+            raise PolicyError(
+                f'policy key \'{key}\' must be a list of path globs, e.g. [".git", "secrets/**"]'
+            )
+        return tuple(value)
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise PolicyError(
@@ -160,12 +175,28 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
         raise PolicyError(
             f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}"
         )
+    tools = values.get("tools")
+    if tools is not None:
+        _check_lifted(tools)
     limits = values.get("limits")
     if limits is not None:
         for key in ("memory_mb", "cpu_s", "program_bytes"):
             if getattr(limits, key) == 0:
                 raise PolicyError(f"policy key 'limits.{key}' must be > 0")
     return Policy(**values)
+
+
+def _check_lifted(tools: ToolRules) -> None:
+    """A rule a policy lifts must be one of the defaults: a typo must not pass silently."""
+    from lackjail.workspace.protect import DEFAULT_READ_DENY, DEFAULT_WRITE_DENY
+
+    for key, defaults in (("write_allow", DEFAULT_WRITE_DENY), ("read_allow", DEFAULT_READ_DENY)):
+        unknown = [r for r in getattr(tools, key) if r not in defaults]
+        if unknown:
+            raise PolicyError(
+                f"policy key 'tools.{key}' names {unknown[0]!r}, which is not a default rule; "
+                f"the default rules are: {', '.join(defaults)}"
+            )
 
 
 def load_policy(spec=None) -> Policy:

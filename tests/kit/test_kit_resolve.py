@@ -110,19 +110,19 @@ def test_unknown_tool_names_the_kit_and_suggests(ws):
         resolve_kit("nope", workspace=ws)
 
 
-def test_workspace_kit_file_shadows_bundled_and_reads_frontmatter(ws):
+def test_workspace_kit_file_reads_frontmatter(ws):
     write_kit(
         ws,
-        "files",
-        "---\nname: files\ndescription: mine\ndocs: docs/guide.md, README.md\n---\n"
+        "mine",
+        "---\nname: mine\ndescription: mine\ndocs: docs/guide.md, README.md\n---\n"
         "# only reading here\nread_file  # the one tool\n\nfs\n",
     )
-    kit = resolve_kit("files", workspace=ws)
+    kit = resolve_kit("mine", workspace=ws)
     assert kit.description == "mine" and kit.docs == ("docs/guide.md", "README.md")
     assert kit.names == ("read_file", "fs")
     assert kit.host_tools == ("read_file", "fs.read", "fs.find", "fs.write", "fs.edit")
-    assert kit.docs_index() == {"docs/guide.md": "kit files", "README.md": "kit files"}
-    assert resolve_kit(str(ws / ".lackjail" / "kits" / "files.kit")).names == ("read_file", "fs")
+    assert kit.docs_index() == {"docs/guide.md": "kit mine", "README.md": "kit mine"}
+    assert resolve_kit(str(ws / ".lackjail" / "kits" / "mine.kit")).names == ("read_file", "fs")
 
 
 @pytest.mark.parametrize(

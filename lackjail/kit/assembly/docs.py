@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from lackjail.errors import KitError, ToolCallError
-from lackjail.workspace.paths import read_regular, resolve, show, workspace_root
+from lackjail.workspace.files import read_beneath
+from lackjail.workspace.paths import show, workspace_root
 
 MAX_DOC_BYTES = 1 << 20
 
@@ -12,8 +13,7 @@ def resolve_doc(path: str, workspace=None) -> str:
     """The text of doc PATH (from `Kit.docs_index()`), confined to the workspace like any tool read."""
     root = workspace_root(workspace)
     try:
-        real, _ = resolve(root, path)
-        data = read_regular(real, MAX_DOC_BYTES, path)
+        data = read_beneath(root, path, MAX_DOC_BYTES)
     except ToolCallError as exc:
         raise KitError(f"cannot read doc {show(path)}: {exc}") from None
     try:

@@ -24,7 +24,9 @@ from pathlib import Path
 from lackjail.atomicfile import write_text_atomic
 from lackjail.errors import KitError, ToolCallError
 from lackjail.kit.tools.toolspec import TOOL_NAME_RE
-from lackjail.workspace.paths import read_regular, show
+from lackjail.workspace.beneath import Tree
+from lackjail.workspace.files import read_beneath, read_regular
+from lackjail.workspace.paths import inside, show, workspace_root
 
 KITS_DIR = os.path.join(".lackjail", "kits")
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "kits"
@@ -112,11 +114,20 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
     )
 
 
-def read_kit(path) -> KitFile:
-    """Parse the kit file at PATH (a regular UTF-8 file of at most 64 KiB)."""
+def read_kit(path, workspace=None) -> KitFile:
+    """Parse the kit file at PATH (a regular UTF-8 file of at most 64 KiB).
+
+    A file inside WORKSPACE is read as a tool would read it (beneath the
+    workspace, as its owner); any other path is one the caller chose.
+    """
     path = Path(path)
+    full = os.path.abspath(path)
     try:
-        data = read_regular(os.path.realpath(path), MAX_KIT_BYTES, str(path))
+        root = _root_or_none(workspace)
+        if root is not None and inside(os.path.realpath(os.path.dirname(full)), root):
+            data = read_beneath(root, os.path.relpath(full, root), MAX_KIT_BYTES)
+        else:
+            data = _read_chosen(full)
         text = data.decode("utf-8")
     except ToolCallError as exc:
         raise KitError(f"cannot read kit file {path}: {exc}") from None
@@ -125,33 +136,58 @@ def read_kit(path) -> KitFile:
     return parse_kit(text, str(path), path.name[:-4] if path.name.endswith(".kit") else path.stem)
 
 
+def _root_or_none(workspace) -> str | None:
+    try:
+        return workspace_root(workspace) if workspace is not None else None
+    except KitError:
+        return None
+
+
+def _read_chosen(full: str) -> bytes:
+    """A kit file the caller named (or a bundled one): its folder may be anywhere."""
+    try:
+        tree = Tree(os.path.realpath(os.path.dirname(full)))
+    except OSError as exc:
+        raise ToolCallError(f"{show(full)}: {exc.strerror or exc}") from None
+    try:
+        name = os.path.basename(full)
+        return read_regular(tree, tree.canonical(name) or name, MAX_KIT_BYTES, name)[0]
+    except OSError as exc:
+        raise ToolCallError(f"{show(full)}: {exc.strerror or exc}") from None
+    finally:
+        tree.close()
+
+
 def kit_dirs(workspace) -> list[tuple[str, Path]]:
     """(source, folder) pairs searched for named kits, workspace first."""
     return [("workspace", Path(workspace) / KITS_DIR), ("bundled", BUNDLED_DIR)]
 
 
 def find_kit(name: str, workspace) -> Path | None:
-    """The file of the kit NAME: the workspace's own, else the bundled one, else None."""
+    """The file of the kit NAME: the workspace's own, else the bundled one, else None.
+
+    A workspace kit may not take a bundled kit's name: `--kit readonly` must
+    mean the bundled readonly kit whatever the repository holds.
+    """
     check_kit_name(name)
-    for source, folder in kit_dirs(workspace):
-        path = folder / f"{name}.kit"
-        if os.path.lexists(
-            path
-        ):  # not is_file(): a kit that is a FIFO or a device must fail loudly, not vanish
-            root = os.path.realpath(workspace)
-            if source == "workspace" and os.path.commonpath([root, os.path.realpath(path)]) != root:
-                # its parse errors would quote the outside file
-                raise KitError(
-                    f"kit file {path} leads outside the workspace; kit files must live in it"
-                )
-            return path
-    return None
+    own = Path(workspace) / KITS_DIR / f"{name}.kit"
+    bundled = BUNDLED_DIR / f"{name}.kit"
+    # lexists, not is_file: a kit that is a FIFO or a device must fail loudly, not vanish
+    if os.path.lexists(own):
+        if bundled.is_file():
+            raise KitError(
+                f"workspace kit {own} takes the name of the bundled kit {bundled}; a workspace "
+                f"may not replace a bundled kit: rename {own.name}"
+            )
+        return own
+    return bundled if bundled.is_file() else None
 
 
 def list_kits(workspace) -> list[tuple[str, str, Path]]:
-    """(name, source, path) of every kit; a workspace kit hides a bundled one of the same name."""
+    """(name, source, path) of every kit; a workspace kit named like a bundled one is left out
+    (using it is an error, see find_kit)."""
     found: dict[str, tuple[str, str, Path]] = {}
-    for source, folder in kit_dirs(workspace):
+    for source, folder in reversed(kit_dirs(workspace)):
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.kit")):

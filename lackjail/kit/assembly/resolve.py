@@ -153,7 +153,9 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
     elif spec is None or spec == "none":
         builder, name = _Builder(box, "kit 'none'"), "none"
     elif isinstance(spec, str) and "," not in spec and _is_kit_file(spec, folder):
-        kit_file = read_kit(spec if spec.endswith(".kit") else find_kit(spec, folder))
+        kit_file = read_kit(
+            spec if spec.endswith(".kit") else find_kit(spec, folder), workspace=folder
+        )
         name, description, docs = kit_file.name, kit_file.description, kit_file.docs
         builder = _Builder(box, f"kit '{kit_file.name}' ({kit_file.source})")
         builder.add_form(list(kit_file.tools), "kit file")

@@ -23,6 +23,7 @@ from lackjail.kit.calls.budget import Budget
 from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
 from lackjail.kit.tools.providers import ToolContext
 from lackjail.policy import load_policy
+from lackjail.workspace.protect import Protection
 from lackjail.workspace.transaction import Workspace
 
 MAX_ERROR_CHARS = 2000
@@ -46,7 +47,12 @@ class ToolSession:
     ):
         self.kit = kit
         self.policy = load_policy(policy)
-        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        protection = Protection.from_policy(self.policy)
+        if isinstance(workspace, Workspace):
+            workspace.protection = protection
+            self.workspace = workspace
+        else:
+            self.workspace = Workspace(workspace, protection=protection)
         self.approve = approve
         self.on_event = on_event
         self.dry_run = dry_run

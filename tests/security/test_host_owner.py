@@ -1,0 +1,133 @@
+"""The controller acts as the workspace's owner; commits make no set-id file (issue 12 #2).
+
+Run as root, a workspace owned by an ordinary user is accessed with that
+user's filesystem identity: the kernel refuses what the owner could not do,
+a replaced file keeps its owner and group, new files get their folder's
+owner, and set-id or sticky bits are never written. The same suite also runs
+as that ordinary user (runuser) where root is not needed.
+"""
+
+import os
+import pathlib
+import shutil
+import stat
+import tempfile
+
+import pytest
+from host_support import ordinary_user, run_as, session
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture
+def user():
+    found = ordinary_user()
+    if found is None:
+        pytest.skip("needs root: it makes a workspace owned by another user")
+    return found
+
+
+@pytest.fixture
+def reachable(tmp_path):
+    """A folder every user may enter (pytest's own tmp folders are private to root)."""
+    folder = tempfile.mkdtemp(prefix="lackjail-owner-")
+    os.chmod(folder, 0o755)
+    yield pathlib.Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def users_ws(reachable, user):
+    """A workspace owned by the test user."""
+    root = reachable / "ws"
+    root.mkdir()
+    (root / "tool").write_text("#!/bin/sh\necho hi\n")
+    for path in (root, root / "tool"):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    os.chmod(root / "tool", 0o4755)  # set-uid, owned by the user
+    return root
+
+
+def test_edit_of_a_setuid_file_keeps_its_owner_and_drops_set_id(users_ws, user):
+    s = session(users_ws)
+    assert s.call("edit_file", ["tool", "hi", "bye"], {}).ok
+    assert s.commit() == ["tool"]
+    info = os.stat(users_ws / "tool")
+    assert (info.st_uid, info.st_gid) == (user.pw_uid, user.pw_gid)
+    assert stat.S_IMODE(info.st_mode) == 0o755  # no set-uid, no root-owned set-uid binary
+    assert (users_ws / "tool").read_text() == "#!/bin/sh\necho bye\n"
+
+
+def test_new_files_and_folders_get_the_folder_owner_and_plain_modes(users_ws, user):
+    s = session(users_ws)
+    assert s.call("write_file", ["new/deep/file.txt", "x"], {}).ok
+    assert s.commit() == ["new/deep/file.txt"]
+    for path, mode in (
+        (users_ws / "new", 0o755),
+        (users_ws / "new" / "deep", 0o755),
+        (users_ws / "new" / "deep" / "file.txt", 0o644),
+    ):
+        info = os.stat(path)
+        assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (
+            user.pw_uid,
+            user.pw_gid,
+            mode,
+        ), path
+
+
+def test_kernel_permission_checks_apply_as_the_owner(users_ws):
+    (users_ws / "root-only.txt").write_text("root's secret\n")
+    os.chmod(users_ws / "root-only.txt", 0o600)  # owned by root
+    locked = users_ws / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o755)  # owned by root: the workspace owner may not create files in it
+    s = session(users_ws)
+    out = s.call("read_file", ["root-only.txt"], {})
+    assert not out.ok and "permission denied" in out.error
+    assert s.call(
+        "write_file", ["locked/new.txt", "x"], {}
+    ).ok  # staged; the commit asks the kernel
+    with pytest.raises(Exception, match="Permission denied|permission denied"):
+        s.commit()
+    assert os.listdir(locked) == []
+    assert os.geteuid() == 0 and os.getuid() == 0  # the controller itself stayed root
+
+
+def test_the_same_rules_hold_run_as_an_ordinary_user(users_ws, user, reachable):
+    (users_ws / "root-only.txt").write_text("root's secret\n")
+    os.chmod(users_ws / "root-only.txt", 0o600)
+    state = reachable / "user-state"
+    state.mkdir()
+    os.chown(state, user.pw_uid, user.pw_gid)
+    code = f"""
+import os
+from lackjail.workspace import Workspace
+
+class Budget:  # the run's budgets do not matter here
+    max_read = 1 << 30
+    def read_allowance(self): return 1 << 30
+    def charge_read(self, n): pass
+    def check_write(self, n): pass
+    def charge_write(self, n): pass
+
+ws = Workspace({str(users_ws)!r})
+view = ws.view(Budget(), writable=True)
+try:
+    view.read_bytes("root-only.txt")
+    raise SystemExit("read a file its owner may not read")
+except Exception as exc:
+    assert "permission denied" in str(exc), exc
+data = view.read_bytes("tool").replace(b"hi", b"bye")
+view.write_bytes("tool", data)
+view.write_bytes("sub/new.txt", b"x")
+ws.merge(view)
+assert ws.commit() == ["sub/new.txt", "tool"]
+print(oct(os.stat({str(users_ws / "tool")!r}).st_mode & 0o7777))
+"""
+    proc = run_as(user.pw_name, code, env={"XDG_STATE_HOME": str(state)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "0o755"
+    assert os.stat(users_ws / "sub" / "new.txt").st_uid == user.pw_uid
