@@ -10,7 +10,7 @@ program sees in the jail; these stay on the host.)
 
 
 class KitError(ValueError):
-    """A kit, tool spec, kit file or workspace that cannot be used; the message names the key and fix."""
+    """A kit, tool spec, kit file or workspace that cannot be used; the message says the fix."""
 
 
 class ToolCallError(Exception):

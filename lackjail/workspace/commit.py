@@ -53,7 +53,7 @@ class Target:
 
 
 def journal_dir() -> str:
-    """Where interrupted commits are recorded: $XDG_STATE_HOME (or ~/.local/state)/lackjail/journal."""
+    """Where interrupted commits are recorded: $XDG_STATE_HOME/lackjail/journal."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "state"
     )

@@ -234,7 +234,7 @@ class WorkspaceView:
         return sorted(found)
 
     def _walk(self, pattern: PathGlob) -> set[str]:
-        """The files on disk matching PATTERN, walking folders by descriptor, never via a symlink."""
+        """The files on disk matching PATTERN, walked by descriptor, never via a symlink."""
         found, seen = set(), 0
         stack = [("", os.open(".", _DIR_READ, dir_fd=self.workspace.tree.fd), pattern.start)]
         try:
