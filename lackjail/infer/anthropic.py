@@ -1,14 +1,17 @@
 """The anthropic tier: the Messages API through the official `anthropic` client.
 
 The key comes only from `ANTHROPIC_API_KEY` (passed explicitly, so the client
-looks for no other credentials); the base URL from the provider config, else
-the client's own setting (`ANTHROPIC_BASE_URL`). Failures become ProviderErrors.
+looks for no other credentials); the base URL from the provider config (never
+a workspace's, see config), else the client's own setting
+(`ANTHROPIC_BASE_URL`). The key goes only over https, or plain http to this
+machine. Failures become ProviderErrors.
 """
 
 from __future__ import annotations
 
 import os
 
+from lackjail.infer.config import check_credential_endpoint
 from lackjail.infer.errors import ProviderError, short
 
 
@@ -31,6 +34,9 @@ def complete(config, system: str, messages: list) -> str:
         timeout=anthropic.Timeout(config.timeout, connect=config.connect_timeout),
     )
     where = str(client.base_url).rstrip("/")
+    refused = check_credential_endpoint(where, "ANTHROPIC_API_KEY")
+    if refused:
+        raise ProviderError(refused, unavailable=True)
     try:
         reply = client.messages.create(
             model=config.model, max_tokens=config.max_tokens, system=system, messages=messages

@@ -1,18 +1,35 @@
 """Inference settings: which tiers run, in what order, and how each provider is reached.
 
-Read from `.lackjail/config.toml` (`[inference]` and `[inference.providers.NAME]`).
-Every key is checked: a typo or a bad value is a ConfigError that names the
-key and the fix, so a misspelt timeout never silently becomes "wait forever".
+Read from the user's own `~/.config/lackjail/config.toml` (trusted) and the
+workspace's `.lackjail/config.toml` (`[inference]` and
+`[inference.providers.NAME]`), the workspace's keys winning. A workspace is
+hostile: it may choose tiers, models and timeouts, never where a credential
+is sent. Its endpoints (`host`, `base_url`) are ignored with a note unless the
+user lists the workspace under `[trust] workspaces` in their own config (or a
+caller passes trusted=True); endpoints otherwise come from the user's config
+or the environment (`ANTHROPIC_BASE_URL`, `OLLAMA_HOST`). Every key is
+checked: a typo or a bad value is a ConfigError that names the key and the
+fix, so a misspelt timeout never silently becomes "wait forever".
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from lackjail.errors import ToolCallError
+from lackjail.workspace.files import read_beneath
+from lackjail.workspace.paths import workspace_root
 
 CONFIG_PATH = Path(".lackjail") / "config.toml"
+MAX_CONFIG_BYTES = 1 << 20
+ENDPOINT_KEYS = {"host": "OLLAMA_HOST", "base_url": "ANTHROPIC_BASE_URL"}
+USER_KEYS = ("inference", "trust")
 BUILTIN_TIERS = ("templates", "rules")
 PROVIDER_KINDS = ("ollama", "anthropic")
 DEFAULT_ORDER = ("templates", "rules", "ollama", "anthropic")
@@ -78,6 +95,7 @@ class InferenceConfig:
     providers: dict = field(
         default_factory=_default_providers
     )  # name -> ProviderConfig for each model tier
+    notes: tuple = ()  # settings that were ignored, and why
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "config") -> InferenceConfig:
@@ -85,26 +103,131 @@ class InferenceConfig:
         return _parse(data, source)
 
 
-def load_config(root=None) -> InferenceConfig:
-    """The `[inference]` settings of ROOT/.lackjail/config.toml, or the defaults when it is absent."""
-    path = Path(root or ".") / CONFIG_PATH
+def user_config_path() -> Path:
+    """The user's own config: $XDG_CONFIG_HOME/lackjail/config.toml (or ~/.config/...)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "lackjail" / "config.toml"
+
+
+def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
+    """The `[inference]` settings for workspace ROOT (default: the current folder): the user's
+    config, then the workspace's (see the module docstring); the defaults when neither exists."""
+    user_path = user_config_path()
+    user = _toml(_read_user(user_path), user_path)
+    for key in user:
+        if key not in USER_KEYS:
+            raise ConfigError(f"{user_path}: unknown key '{key}'; known keys: inference, trust")
+    ws_path = Path(root or ".") / CONFIG_PATH
+    workspace = _toml(_read_workspace(root), ws_path)
+    if trusted is None:
+        trusted = _is_trusted(user.get("trust", {}), root, user_path)
+    user_inf = _table(user, "inference", user_path)
+    ws_inf = _table(workspace, "inference", ws_path)
+    notes = [] if trusted else _drop_endpoints(ws_inf, ws_path, user_path)
+    merged = {**user_inf, **{k: v for k, v in ws_inf.items() if k != "providers"}}
+    providers = {name: dict(table) for name, table in user_inf.get("providers", {}).items()}
+    for name, table in ws_inf.get("providers", {}).items():
+        providers[name] = {**providers.get(name, {}), **table}
+    if providers:
+        merged["providers"] = providers
+    source = str(ws_path) if workspace else str(user_path)
+    return _parse(merged, source, tuple(notes))
+
+
+def _read_user(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return _parse({}, str(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _read_workspace(root) -> str | None:
+    """The workspace's config text, read as a tool would (confined, as the owner)."""
     try:
-        data = tomllib.loads(text)
+        folder = workspace_root(root)
+    except ValueError:
+        return None
+    try:
+        data = read_beneath(folder, str(CONFIG_PATH), MAX_CONFIG_BYTES)
+    except ToolCallError as exc:
+        if "no such file" in str(exc):
+            return None
+        raise ConfigError(f"cannot read {CONFIG_PATH}: {exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{CONFIG_PATH} is not UTF-8 text") from None
+
+
+def _toml(text: str | None, path: Path) -> dict:
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    inference = data.get("inference", {})
-    if not isinstance(inference, dict):
-        raise ConfigError(f"{path}: 'inference' must be a table: [inference]")
-    return _parse(inference, str(path))
 
 
-def _parse(data: dict, source: str) -> InferenceConfig:
+def _table(data: dict, key: str, path: Path) -> dict:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: '{key}' must be a table: [{key}]")
+    return value
+
+
+def _is_trusted(trust, root, user_path: Path) -> bool:
+    """True when the user's config lists this workspace under [trust] workspaces."""
+    listed = trust.get("workspaces", []) if isinstance(trust, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        raise ConfigError(
+            f"{user_path}: 'trust.workspaces' must be a list of folders, e.g. "
+            'workspaces = ["/home/me/project"]'
+        )
+    here = os.path.realpath(root or ".")
+    return any(os.path.realpath(os.path.expanduser(p)) == here for p in listed)
+
+
+def _drop_endpoints(inference: dict, ws_path: Path, user_path: Path) -> list[str]:
+    """Remove every endpoint the workspace sets; a note for each."""
+    notes = []
+    tables = inference.get("providers", {})
+    if not isinstance(tables, dict):
+        return notes
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            continue
+        for key, env in ENDPOINT_KEYS.items():
+            if key in table:
+                del table[key]
+                notes.append(
+                    f"{ws_path}: ignored 'inference.providers.{name}.{key}': a workspace may not "
+                    f"choose where a credential is sent; set it in {user_path} or {env}, or list "
+                    "the workspace under [trust] workspaces there"
+                )
+    return notes
+
+
+def check_credential_endpoint(url: str, credential: str) -> str | None:
+    """Why URL must not receive CREDENTIAL (plain http to a host that is not loopback), or None."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return None
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if parts.scheme == "http" and loopback:
+        return None
+    return (
+        f"refusing to send {credential} to {url!r}: only https, or plain http to this machine "
+        "(127.0.0.1, ::1, localhost), may receive it"
+    )
+
+
+def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
     for key in data:
         if key not in INFERENCE_KEYS:
             known = ", ".join(INFERENCE_KEYS)
@@ -143,7 +266,9 @@ def _parse(data: dict, source: str) -> InferenceConfig:
     for tier in order:
         if tier not in BUILTIN_TIERS:
             providers[tier] = _provider(tier, tables.get(tier, {}), source)
-    return InferenceConfig(order=tuple(order), feedback_rounds=rounds, providers=providers)
+    return InferenceConfig(
+        order=tuple(order), feedback_rounds=rounds, providers=providers, notes=notes
+    )
 
 
 def _provider(name: str, table: dict, source: str) -> ProviderConfig:

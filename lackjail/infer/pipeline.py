@@ -113,6 +113,9 @@ def generate(intent: str, kit=None, params=(), *, config=None, root=None, check=
             return lang.validate(program, tools=names, params=params)
 
     run = _Run(intent, kit, params, config, root, check)
+    run.gen.notes.extend(
+        {"tier": "config", "reason": n, "unavailable": False} for n in config.notes
+    )
     started = time.perf_counter()
     for tier in config.order:
         tier_started = time.perf_counter()

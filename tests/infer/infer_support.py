@@ -9,9 +9,11 @@ feedback turn).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 ROUTES = {"/api/chat": "ollama", "/v1/messages": "anthropic"}
 
@@ -110,6 +112,10 @@ class LLMServer:
 
 
 def write_config(root, text):
-    """ROOT/.lackjail/config.toml, as a user would write it."""
+    """ROOT/.lackjail/config.toml, as a user would write it, and ROOT listed as trusted in the
+    user's own config ($XDG_CONFIG_HOME, private to each test), so its endpoints count."""
     (root / ".lackjail").mkdir(exist_ok=True)
     (root / ".lackjail" / "config.toml").write_text(text)
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "lackjail" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f"[trust]\nworkspaces = [{json.dumps(str(root))}]\n")
