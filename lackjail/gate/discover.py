@@ -4,7 +4,11 @@ The glob is matched against the path relative to the folder argument, with
 `/` separators: `*` and `?` stay inside one path segment, `**/` spans any
 number of folders (none included). Hidden folders and files (a name starting
 with `.`, like `.git` or `.venv`) are skipped while walking, and symlinked
-folders are not followed, so a walk cannot loop or leave the tree. A file
+folders are not followed, so a walk cannot loop or leave the tree. A symlink
+to a file is a finding (`Found.finding`), never read: it may point at a
+secret (`progs/x.lackpy -> ../../.env`) that a report would then quote.
+`open_program` opens a file below the root beneath the root's descriptor,
+with no symlink followed anywhere on the way. A file
 named on the command line is always included, whatever the glob; `-` is a
 program read from stdin, reported as `<stdin>`.
 """
@@ -16,6 +20,8 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from lackjail.workspace.beneath import Tree
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"
@@ -34,6 +40,7 @@ class Found:
 
     path: str
     name: str
+    finding: str | None = None  # why the file is reported and never read (a symlink)
 
 
 def glob_regex(pattern: str) -> re.Pattern:
@@ -73,12 +80,34 @@ def glob_regex(pattern: str) -> re.Pattern:
     return re.compile("".join(out))
 
 
-def _found(path: str, root: str) -> Found:
+SYMLINK_FINDING = "the program is a symlink; the gate does not follow symlinks, so it was not read"
+
+
+def _found(path: str, root: str, finding: str | None = None) -> Found:
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return Found(absolute, Path(absolute).as_posix())
-    return Found(absolute, Path(relative).as_posix())
+        return Found(absolute, Path(absolute).as_posix(), finding)
+    return Found(absolute, Path(relative).as_posix(), finding)
+
+
+def open_program(path: str, root: str) -> int:
+    """A read-only, non-blocking descriptor of program PATH; OSError.
+
+    Below ROOT the file is opened beneath the root's descriptor with no symlink
+    followed (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); a file the caller
+    named outside ROOT is opened with O_NOFOLLOW.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return os.open(absolute, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    tree = Tree(root)
+    try:
+        return tree.open(Path(relative).as_posix(), flags)
+    finally:
+        tree.close()
 
 
 def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:
@@ -96,13 +125,13 @@ def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:
             found.setdefault(STDIN, Found(STDIN, "<stdin>"))
             continue
         try:
-            mode = os.stat(path).st_mode
+            mode = os.lstat(path).st_mode
         except FileNotFoundError:
             raise DiscoveryError(f"path {path!r} does not exist") from None
         except OSError as exc:
             raise DiscoveryError(f"cannot look at path {path!r}: {exc.strerror or exc}") from None
-        if stat.S_ISREG(mode):
-            item = _found(path, root)
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode) and os.path.isfile(path):
+            item = _found(path, root, SYMLINK_FINDING if stat.S_ISLNK(mode) else None)
             found.setdefault(item.path, item)
         elif stat.S_ISDIR(mode):
             for item in _walk(path, regex, root):
@@ -123,4 +152,4 @@ def _walk(folder: str, regex: re.Pattern, root: str):
                 continue
             full = os.path.join(current, name)
             if regex.fullmatch(Path(os.path.relpath(full, folder)).as_posix()):
-                yield _found(full, root)
+                yield _found(full, root, SYMLINK_FINDING if os.path.islink(full) else None)

@@ -14,7 +14,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from lackjail.gate.discover import STDIN, Found
+from lackjail.gate.discover import STDIN, Found, open_program
 from lackjail.gate.report import GateReport, ProgramReport
 
 
@@ -34,8 +34,12 @@ class Gate:
     def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
         """The validation report, and the source when it is valid (None otherwise)."""
         started = time.perf_counter()
+        if program.finding:
+            return ProgramReport(
+                program.name, "rejected", [{"message": program.finding, "rule": "gate/symlink"}]
+            ), None
         try:
-            source = read_program(program.path, self.policy.limits.program_bytes)
+            source = read_program(program.path, self.policy.limits.program_bytes, self.root)
         except ReadError as exc:
             return ProgramReport(
                 program.name, "rejected", [{"message": str(exc), "rule": exc.rule}]
@@ -115,9 +119,9 @@ class ReadError(Exception):
         self.rule = rule
 
 
-def read_program(path: str, limit: int) -> bytes:
+def read_program(path: str, limit: int, root: str | None = None) -> bytes:
     """The bytes of the regular file PATH ('-': stdin), at most LIMIT of them; FIFOs and devices
-    are refused, never block."""
+    are refused, never block. A file below ROOT is opened beneath it (see open_program)."""
     if path == STDIN:
         data = sys.stdin.buffer.read(limit + 1)
         if len(data) > limit:
@@ -127,7 +131,7 @@ def read_program(path: str, limit: int) -> bytes:
             )
         return data
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = open_program(path, os.path.abspath(root or os.getcwd()))
     except OSError as exc:
         raise ReadError(f"cannot read the program: {exc.strerror or exc}") from None
     try:

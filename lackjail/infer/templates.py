@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lackjail.atomicfile import write_text_atomic
+from lackjail.errors import ToolCallError
+from lackjail.workspace.beneath import Tree
+from lackjail.workspace.files import FileTooLarge, read_regular
 
 TEMPLATES_DIR = Path(".lackjail") / "templates"
 SUFFIX = ".tmpl"
@@ -28,6 +31,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_PLACEHOLDERS = 8
+MAX_NESTING = 100  # AST levels a body may have; the validator's own cap is of the same order
 FIELDS = ("name", "pattern", "success_count", "fail_count")
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 
@@ -65,18 +69,41 @@ class _Fill(ast.NodeTransformer):
 
 
 def fill(body: str, values: dict) -> str:
-    """BODY with each placeholder replaced by its value as a string literal, as program text."""
+    """BODY with each placeholder replaced by its value as a string literal, as program text.
+
+    Never raises anything but TemplateError: a body nested deeper than
+    MAX_NESTING is refused before the (recursive) ast walks could overflow.
+    """
     try:
         tree = ast.parse(body)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise TemplateError(f"the program does not parse: {exc}") from None
-    filled = ast.fix_missing_locations(_Fill({k: str(v) for k, v in values.items()}).visit(tree))
-    text = ast.unparse(filled)
-    if ast.dump(ast.parse(text)) != ast.dump(
-        filled
-    ):  # the rendering must be exactly the filled tree
+    if _depth(tree) > MAX_NESTING:
+        raise TemplateError(
+            f"the program is nested more than {MAX_NESTING} levels deep; simplify it"
+        )
+    try:
+        filled = _Fill({k: str(v) for k, v in values.items()}).visit(tree)
+        filled = ast.fix_missing_locations(filled)
+        text = ast.unparse(filled)
+        faithful = ast.dump(ast.parse(text)) == ast.dump(filled)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise TemplateError(f"the program cannot be filled in: {type(exc).__name__}") from None
+    if not faithful:  # the rendering must be exactly the filled tree
         raise TemplateError("the filled-in program does not render faithfully; not used")
     return text
+
+
+def _depth(tree: ast.AST) -> int:
+    """The deepest nesting of TREE's nodes, counted without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            break
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 # --- patterns -------------------------------------------------------------------------------
@@ -277,13 +304,21 @@ class TemplateStore:
         templates, problems = [], []
         if not self.directory.is_dir():
             return templates, problems
-        for path in sorted(self.directory.glob(f"*{SUFFIX}")):
-            try:
-                if path.stat().st_size > MAX_TEMPLATE_BYTES:
-                    raise TemplateError(f"larger than {MAX_TEMPLATE_BYTES} bytes")
-                templates.append(parse_template(path.read_text(encoding="utf-8"), path))
-            except (OSError, UnicodeDecodeError, TemplateError) as exc:
-                problems.append(f"{path.name}: {exc}")
+        try:
+            tree = Tree(str(self.directory))
+        except OSError as exc:
+            return templates, [f"{self.directory}: {exc.strerror or exc}"]
+        try:
+            for path in sorted(self.directory.glob(f"*{SUFFIX}")):
+                try:  # a symlink is refused: a template is read from this folder only
+                    data, _ = read_regular(tree, path.name, MAX_TEMPLATE_BYTES, path.name)
+                    templates.append(parse_template(data.decode("utf-8"), path))
+                except FileTooLarge:
+                    problems.append(f"{path.name}: larger than {MAX_TEMPLATE_BYTES} bytes")
+                except (ToolCallError, UnicodeDecodeError, TemplateError) as exc:
+                    problems.append(f"{path.name}: {exc}")
+        finally:
+            tree.close()
         return templates, problems
 
     def matches(self, intent: str) -> tuple[list, list]:
