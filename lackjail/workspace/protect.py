@@ -11,7 +11,8 @@ and `tools.read_deny` add rules.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+import functools
+import re
 
 from lackjail.errors import ToolCallError
 from lackjail.workspace.paths import show
@@ -44,22 +45,44 @@ DEFAULT_READ_DENY = (
 
 def rule_matches(rule: str, rel: str) -> bool:
     """True when RULE (see the module docstring) covers the workspace-relative path REL."""
-    anchored = rule.startswith("/")
-    want = [s for s in rule.split("/") if s]
-    parts = rel.split("/")
-    starts = [0] if anchored else range(len(parts) - len(want) + 1)
-    for start in starts:
-        if len(parts) - start >= len(want) and _match_at(want, parts[start:]):
-            return True
-    return False
+    return _rule_regex(rule).match(rel) is not None
 
 
-def _match_at(want: list[str], parts: list[str]) -> bool:
-    if not want:
-        return True  # the rule is used up: everything beneath is covered
-    if want[0] == "**":
-        return any(_match_at(want[1:], parts[i:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], want[0]) and _match_at(want[1:], parts[1:])
+@functools.lru_cache(maxsize=1024)
+def _rule_regex(rule: str) -> re.Pattern:
+    body = "/".join(".*" if seg == "**" else _segment_regex(seg) for seg in rule.split("/") if seg)
+    lead = "" if rule.startswith("/") else "(?:.*/)?"
+    return re.compile(f"{lead}{body}(?:/.*)?\\Z", re.DOTALL)
+
+
+def _segment_regex(seg: str) -> str:
+    """A glob segment as a regex that never crosses '/'."""
+    out, i = [], 0
+    while i < len(seg):
+        char = seg[i]
+        end = seg.find("]", i + 2) if char == "[" else -1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif end > 0:
+            inner = seg[i + 1 : end]
+            negate = inner[:1] in ("!", "^")
+            inner = re.escape(inner[1:] if negate else inner).replace("\\-", "-")
+            out.append(f"[{'^/' if negate else ''}{inner}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _combined(rules: tuple) -> re.Pattern | None:
+    """One regex matching any of RULES: the common case (no rule applies) costs one match."""
+    if not rules:
+        return None
+    return re.compile("|".join(f"(?:{_rule_regex(r).pattern})" for r in rules), re.DOTALL)
 
 
 class Protection:
@@ -68,6 +91,8 @@ class Protection:
     def __init__(self, write_deny=(), read_deny=(), write_allow=(), read_allow=()):
         self.write = [r for r in DEFAULT_WRITE_DENY if r not in write_allow] + list(write_deny)
         self.read = [r for r in DEFAULT_READ_DENY if r not in read_allow] + list(read_deny)
+        self._any_write = _combined(tuple(self.write))
+        self._any_read = _combined(tuple(self.read))
 
     @classmethod
     def from_policy(cls, policy) -> Protection:
@@ -78,6 +103,8 @@ class Protection:
         )
 
     def check_write(self, rel: str, path) -> None:
+        if self._any_write is None or not self._any_write.match(rel):
+            return
         rule = next((r for r in self.write if rule_matches(r, rel)), None)
         if rule is not None:
             raise ToolCallError(
@@ -86,6 +113,8 @@ class Protection:
             )
 
     def check_read(self, rel: str, path) -> None:
+        if self._any_read is None or not self._any_read.match(rel):
+            return
         rule = next((r for r in self.read if rule_matches(r, rel)), None)
         if rule is not None:
             raise ToolCallError(
@@ -97,4 +126,4 @@ class Protection:
 def runs_later(rel: str) -> bool:
     """True for a path a default write rule protects: a file written there (by a policy that
     lifted the rule) never keeps exec bits."""
-    return any(rule_matches(r, rel) for r in DEFAULT_WRITE_DENY)
+    return _combined(DEFAULT_WRITE_DENY).match(rel) is not None

@@ -1,8 +1,11 @@
 """A workspace's `.lackjail/config.toml` never chooses where a credential is sent (issue 12, class 1)."""
 
 import json
+import os
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +139,44 @@ def test_plain_http_from_the_environment_is_refused_before_connecting(ws, monkey
     pytest.importorskip("anthropic")
     gen = generate("do something nobody has a rule for", None, root=ws)
     assert any("refusing to send ANTHROPIC_API_KEY" in n["reason"] for n in gen.notes), gen.notes
+
+
+def test_the_mcp_server_s_delegate_ignores_workspace_endpoints(
+    ws, attacker, tmp_path, require_nsjail
+):
+    """`lackjail serve --workspace WS`: the delegate tool reads WS's config under the same rules."""
+    anyio = pytest.importorskip("anyio")
+    mcp = pytest.importorskip("mcp")
+    hostile_config(ws, attacker.url)
+    root = str(Path(__file__).resolve().parents[2])
+    server = mcp.StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lackjail.cli", "serve", "--workspace", str(ws), "--workers", "1"],
+        env={
+            "PYTHONPATH": root,
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "XDG_CONFIG_HOME": str(tmp_path / "user-config"),
+            "ANTHROPIC_API_KEY": "sk-ant-test-SECRETKEY",
+            "ANTHROPIC_BASE_URL": "https://127.0.0.1:9",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+        },
+        cwd=str(ws),
+    )
+
+    async def main():
+        with open(os.devnull, "w") as quiet:
+            async with mcp.stdio_client(server, errlog=quiet) as (read, write):
+                async with mcp.ClientSession(read, write) as client:
+                    await client.initialize()
+                    with anyio.fail_after(120):
+                        return await client.call_tool(
+                            "delegate",
+                            {"intent": "do something nobody has a rule for", "run": False},
+                        )
+
+    result = anyio.run(main)
+    assert attacker.requests == []
+    text = result.content[0].text
+    assert "a workspace may not choose where a credential is sent" in text
+    assert "SECRETKEY" not in text
