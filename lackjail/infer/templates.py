@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.atomicfile import write_text_atomic
 from lackjail.errors import ToolCallError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import FileTooLarge, read_regular
+from lackjail.workspace.files import FileTooLarge, read_regular, write_whole
+from lackjail.workspace.owner import Owner
 
 TEMPLATES_DIR = Path(".lackjail") / "templates"
 SUFFIX = ".tmpl"
@@ -290,35 +290,62 @@ def parse_template(text: str, path: Path | None = None) -> Template:
 
 
 class TemplateStore:
-    """The `.lackjail/templates` folder: load, match, save, and count outcomes (atomically)."""
+    """The `.lackjail/templates` folder: load, match, save, and count outcomes (atomically).
 
-    def __init__(self, directory):
+    The folder belongs to a (hostile) workspace: it is reached beneath the
+    workspace root with no symlink on the way, files in it are opened by
+    descriptor and never through a symlink, and writes are made as the
+    workspace's owner.
+    """
+
+    def __init__(self, directory, root=None):
         self.directory = Path(directory)
+        self.root = None if root is None else os.path.realpath(root)
 
     @classmethod
     def at(cls, root=None) -> TemplateStore:
-        return cls(Path(root or ".") / TEMPLATES_DIR)
+        return cls(Path(root or ".") / TEMPLATES_DIR, root or ".")
+
+    @contextmanager
+    def _folder(self, create: bool = False):
+        """(Tree of the folder, Owner) for one operation."""
+        if self.root is None:
+            if create:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            tree = Tree(str(self.directory))
+        else:
+            tree = Tree.below(self.root, TEMPLATES_DIR.as_posix(), create=create)
+        try:
+            owner = Owner(tree.fd)
+            with owner.acting():
+                yield tree
+        finally:
+            tree.close()
 
     def load(self) -> tuple[list, list]:
         """(templates, problems): a broken file is reported and skipped, never fatal."""
         templates, problems = [], []
-        if not self.directory.is_dir():
-            return templates, problems
         try:
-            tree = Tree(str(self.directory))
+            with self._folder() as tree:
+                listing = tree.open("", os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    names = sorted(n for n in os.listdir(listing) if n.endswith(SUFFIX))
+                finally:
+                    os.close(listing)
+                for name in names:
+                    try:  # a symlink is refused: a template is read from this folder only
+                        data, _ = read_regular(tree, name, MAX_TEMPLATE_BYTES, name)
+                        templates.append(
+                            parse_template(data.decode("utf-8"), self.directory / name)
+                        )
+                    except FileTooLarge:
+                        problems.append(f"{name}: larger than {MAX_TEMPLATE_BYTES} bytes")
+                    except (ToolCallError, UnicodeDecodeError, TemplateError) as exc:
+                        problems.append(f"{name}: {exc}")
+        except FileNotFoundError:
+            return [], []
         except OSError as exc:
-            return templates, [f"{self.directory}: {exc.strerror or exc}"]
-        try:
-            for path in sorted(self.directory.glob(f"*{SUFFIX}")):
-                try:  # a symlink is refused: a template is read from this folder only
-                    data, _ = read_regular(tree, path.name, MAX_TEMPLATE_BYTES, path.name)
-                    templates.append(parse_template(data.decode("utf-8"), path))
-                except FileTooLarge:
-                    problems.append(f"{path.name}: larger than {MAX_TEMPLATE_BYTES} bytes")
-                except (ToolCallError, UnicodeDecodeError, TemplateError) as exc:
-                    problems.append(f"{path.name}: {exc}")
-        finally:
-            tree.close()
+            return templates, [f"{TEMPLATES_DIR}: {exc.strerror or exc}"]
         return templates, problems
 
     def matches(self, intent: str) -> tuple[list, list]:
@@ -348,41 +375,45 @@ class TemplateStore:
                 f"the program never uses {marks} of the pattern; write it as "
                 f"{{name}} in code or inside a string literal"
             )
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with self._locked():
-            self._write(template, replace=force)
+        try:
+            with self._folder(create=True) as tree, self._locked(tree):
+                self._write(tree, template, replace=force)
+        except OSError as exc:
+            raise TemplateError(f"cannot save the template: {exc.strerror or exc}") from None
         return template
 
     def record(self, name: str, ok: bool) -> bool:
         """Count one run of template NAME; re-read under a lock so concurrent counts add up."""
-        path = self.directory / f"{name}{SUFFIX}"
         if not NAME.match(name or ""):
             return False
+        file = f"{name}{SUFFIX}"
         try:
-            with self._locked():
-                template = parse_template(path.read_text(encoding="utf-8"), path)
+            with self._folder() as tree, self._locked(tree):
+                data, _ = read_regular(tree, file, MAX_TEMPLATE_BYTES, file)
+                template = parse_template(data.decode("utf-8"), self.directory / file)
                 if ok:
                     template.success_count += 1
                 else:
                     template.fail_count += 1
-                self._write(template, replace=True)
-        except (OSError, UnicodeDecodeError, TemplateError):
+                self._write(tree, template, replace=True)
+        except (OSError, ToolCallError, UnicodeDecodeError, TemplateError):
             return False  # removed, broken or read-only: the file stays as it was
         return True
 
     @contextmanager
-    def _locked(self):
-        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    def _locked(self, tree: Tree):
+        fd = os.open(".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                     dir_fd=tree.fd)  # fmt: skip
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
 
-    def _write(self, template: Template, replace: bool) -> None:
+    def _write(self, tree: Tree, template: Template, replace: bool) -> None:
         """Write via a temporary file: readers see the old file or the new one, never half of one."""
         try:
-            write_text_atomic(template.path, template.render(), replace=replace)
+            write_whole(tree, f"{template.name}{SUFFIX}", template.render().encode(), replace)
         except FileExistsError:
             raise TemplateError(
                 f"template {template.name!r} exists at {template.path}; pass --force to replace it"

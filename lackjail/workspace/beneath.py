@@ -102,6 +102,33 @@ class Tree:
         self._closer = weakref.finalize(self, os.close, self.fd)
         self.use_openat2 = openat2_available() if use_openat2 is None else use_openat2
 
+    @classmethod
+    def below(cls, root: str, rel: str, create: bool = False) -> Tree:
+        """The folder REL beneath ROOT as a Tree of its own, reached with no symlink on the way;
+        with CREATE, missing folders are made (0755). OSError."""
+        top = cls(root)
+        try:
+            try:
+                fd = top.open_dir(rel)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                fd = top.open_dir("")
+                for part in rel.split("/"):
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    nxt = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+        finally:
+            top.close()
+        tree = cls.__new__(cls)
+        tree.root, tree.fd, tree.use_openat2 = os.path.join(root, rel), fd, top.use_openat2
+        tree._closer = weakref.finalize(tree, os.close, fd)
+        return tree
+
     def close(self) -> None:
         self._closer()
         self.fd = -1

@@ -8,6 +8,7 @@ what was opened: only regular files are read.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 
 from lackjail.errors import ToolCallError
@@ -103,3 +104,31 @@ def read_beneath(root: str, path, limit: int) -> bytes:
             return read_regular(tree, rel, limit, path)[0]
     finally:
         tree.close()
+
+
+def write_whole(
+    tree: Tree, name: str, data: bytes, replace: bool = True, mode: int = 0o644
+) -> None:
+    """Write file NAME directly in TREE's folder whole or not at all (a temp file renamed, or
+    linked when REPLACE is false: FileExistsError then). Never follows a symlink."""
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=tree.fd)  # fmt: skip
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.rename(tmp, name, src_dir_fd=tree.fd, dst_dir_fd=tree.fd)
+        else:
+            os.link(tmp, name, src_dir_fd=tree.fd, dst_dir_fd=tree.fd, follow_symlinks=False)
+    finally:
+        try:
+            os.unlink(tmp, dir_fd=tree.fd)
+        except FileNotFoundError:
+            pass

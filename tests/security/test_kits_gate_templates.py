@@ -10,7 +10,7 @@ from lackjail.gate import Gate, discover, render
 from lackjail.gate.discover import open_program
 from lackjail.infer import generate
 from lackjail.infer.templates import TemplateError, TemplateStore, fill, parse_template
-from lackjail.kit import list_kits, resolve_kit
+from lackjail.kit import list_kits, resolve_kit, write_kit
 from lackjail.policy import load_policy
 
 SECRET = "API_TOKEN=hunter2-very-secret"
@@ -122,3 +122,30 @@ def test_a_symlinked_template_is_not_read(tmp_path):
     (store.directory / "s.tmpl").symlink_to(tmp_path / "secret")
     templates, problems = store.load()
     assert templates == [] and len(problems) == 1 and SECRET not in problems[0]
+
+
+def test_saving_templates_and_kits_never_follows_a_symlinked_folder(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    (ws / ".lackjail").mkdir(parents=True)
+    (ws / ".lackjail" / "templates").symlink_to(outside)
+    (ws / ".lackjail" / "kits").symlink_to(outside)
+    store = TemplateStore.at(ws)
+    with pytest.raises(TemplateError):
+        store.create("t", "go {x}", "x = {x}\nx")
+    assert store.record("t", True) is False
+    assert store.load()[0] == []
+    with pytest.raises(KitError):
+        write_kit(ws, "mine", "read_file\n")
+    assert os.listdir(outside) == []
+
+
+def test_recording_a_template_outcome_stays_in_the_folder(tmp_path):
+    store = TemplateStore.at(tmp_path)
+    store.create("t", "go {x}", "x = {x}\nx")
+    assert store.record("t", True) is True
+    [template], problems = store.load()
+    assert template.success_count == 1 and problems == []
+    leftovers = [n for n in os.listdir(store.directory) if n.endswith(".tmp")]
+    assert leftovers == []

@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lackjail.atomicfile import write_text_atomic
 from lackjail.errors import KitError, ToolCallError
 from lackjail.kit.tools.toolspec import TOOL_NAME_RE
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import read_beneath, read_regular
+from lackjail.workspace.files import read_beneath, read_regular, write_whole
+from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import inside, show, workspace_root
 
 KITS_DIR = os.path.join(".lackjail", "kits")
@@ -217,14 +217,19 @@ def format_kit(name: str, description: str, tools, docs=()) -> str:
 
 
 def write_kit(workspace, name: str, text: str, force: bool = False) -> Path:
-    """Write kit TEXT as NAME.kit in the workspace's kit folder, atomically; refuse to overwrite unless FORCE."""
+    """Write kit TEXT as NAME.kit in the workspace's kit folder, atomically; refuse to overwrite
+    unless FORCE. The folder is reached beneath the workspace (no symlink), as its owner."""
     folder = Path(workspace) / KITS_DIR
     path = folder / f"{check_kit_name(name)}.kit"
-    if path.exists() and not force:
-        raise KitError(f"kit file {path} exists; pass --force to replace it")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
+        tree = Tree.below(workspace_root(workspace), Path(KITS_DIR).as_posix(), create=True)
+        try:
+            with Owner(tree.fd).acting():
+                write_whole(tree, path.name, text.encode("utf-8"), replace=force)
+        finally:
+            tree.close()
+    except FileExistsError:
+        raise KitError(f"kit file {path} exists; pass --force to replace it") from None
     except OSError as exc:
         raise KitError(f"cannot write kit file {show(str(path))}: {exc.strerror or exc}") from None
     return path
