@@ -243,10 +243,9 @@ class Jail:
                 else:
                     try:
                         result.written = session.commit()
-                    except (
-                        CommitError
-                    ) as exc:  # nothing was written; the run did not do what it said
+                    except CommitError as exc:  # the run did not do what it said
                         result.status, result.value = "error", None
+                        result.written = exc.written  # what a failed undo left changed
                         result.errors = [
                             {"message": f"the run's writes could not be committed: {exc}"}
                         ]

@@ -32,4 +32,9 @@ class LimitExceeded(ToolCallError):
 
 
 class CommitError(Exception):
-    """Staged writes could not be applied; the workspace is as it was before the commit."""
+    """Staged writes could not be applied. The workspace is as it was before the commit, except
+    the files in `written` (a failed undo, named in the message too)."""
+
+    def __init__(self, message: str, written=()):
+        super().__init__(message)
+        self.written = list(written)

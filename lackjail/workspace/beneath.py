@@ -70,11 +70,14 @@ def openat2_available() -> bool:
     """True when the kernel answers openat2 (checked once)."""
     global _have_openat2
     if _have_openat2 is None:
+        root = os.open("/", DIR_FLAGS)
         try:
-            os.close(_openat2(os.open("/", DIR_FLAGS), b".", os.O_PATH, 0))
+            os.close(_openat2(root, b".", os.O_PATH, 0))
             _have_openat2 = True
         except OSError as exc:
             _have_openat2 = exc.errno not in (errno.ENOSYS, errno.EPERM)
+        finally:
+            os.close(root)
     return _have_openat2
 
 

@@ -125,11 +125,18 @@ def commit(
                 fault("replace")
                 _replace(tree, target)
         except BaseException as exc:
-            _roll_back(tree, targets, made)
-            with owner.as_controller():
-                journal.remove()
+            stuck = _roll_back(tree, targets, made)
+            if not stuck:
+                with owner.as_controller():
+                    journal.remove()  # else the next run tries the undo again
             if isinstance(exc, (OSError, ToolCallError, CommitError)):
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                if stuck:
+                    raise CommitError(
+                        f"commit failed ({reason}) and these files could not be put back: "
+                        f"{', '.join(show(r) for r in stuck)}",
+                        written=stuck,
+                    ) from None
                 raise CommitError(f"commit failed, nothing was written: {reason}") from None
             raise
         fault("finish")
@@ -301,8 +308,10 @@ def _unlink(dirfd: int, name: str) -> None:
         pass
 
 
-def _roll_back(tree: Tree, targets: list, made: list) -> None:
-    """Undo what happened of TARGETS (Targets or journal dicts); remove the MADE folders."""
+def _roll_back(tree: Tree, targets: list, made: list) -> list[str]:
+    """Undo what happened of TARGETS (Targets or journal dicts); remove the MADE folders.
+    The paths whose new file could not be taken back."""
+    stuck = []
     for target in reversed(targets):
         rel, tmp, backup, placed = (
             (target["rel"], target["tmp"], target["backup"], target["placed"])
@@ -312,7 +321,10 @@ def _roll_back(tree: Tree, targets: list, made: list) -> None:
         try:
             dirfd = tree.open_dir(os.path.dirname(rel))
         except OSError:
+            if placed:
+                stuck.append(rel)
             continue
+        now = None
         try:
             name = os.path.basename(rel)
             if tmp:
@@ -329,7 +341,8 @@ def _roll_back(tree: Tree, targets: list, made: list) -> None:
             elif backup:
                 _unlink(dirfd, backup)  # the old file is still in place; drop the extra link
         except OSError:
-            pass
+            if placed and now == placed:
+                stuck.append(rel)
         finally:
             os.close(dirfd)
     for folder in reversed(made):
@@ -343,6 +356,7 @@ def _roll_back(tree: Tree, targets: list, made: list) -> None:
             pass
         finally:
             os.close(parent)
+    return sorted(stuck)
 
 
 def _exists(dirfd: int, name: str) -> bool:

@@ -17,10 +17,12 @@ import os
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _set(uid: int, gid: int) -> None:
+def _set(uid: int, gid: int) -> tuple[int, int]:
+    """Set this thread's fsuid/fsgid; the previous pair (the calls return it)."""
     # setfsgid first: once fsuid is not 0 the thread may no longer change its fsgid freely
-    _libc.setfsgid(ctypes.c_uint(gid))
-    _libc.setfsuid(ctypes.c_uint(uid))
+    old_gid = _libc.setfsgid(ctypes.c_uint(gid))
+    old_uid = _libc.setfsuid(ctypes.c_uint(uid))
+    return old_uid, old_gid
 
 
 class Owner:
@@ -37,11 +39,11 @@ class Owner:
         if not self.switch:
             yield
             return
-        _set(self.uid, self.gid)
+        before = _set(self.uid, self.gid)
         try:
             yield
         finally:
-            _set(os.geteuid(), os.getegid())
+            _set(*before)  # nested blocks give back what they found
 
     @contextlib.contextmanager
     def as_controller(self):
@@ -49,8 +51,8 @@ class Owner:
         if not self.switch:
             yield
             return
-        _set(os.geteuid(), os.getegid())
+        before = _set(os.geteuid(), os.getegid())
         try:
             yield
         finally:
-            _set(self.uid, self.gid)
+            _set(*before)

@@ -140,3 +140,31 @@ def test_kill_9_during_a_commit_leaves_old_or_new_and_recovery_cleans_up(ws, ste
     assert (ws / "a.txt").read_text() == "old a\n"
     assert (ws / "b.txt").read_text() == "old b\n"
     assert not (ws / "sub").exists()
+
+
+def test_a_failed_undo_is_reported_as_written_and_finished_by_the_next_run(ws, monkeypatch):
+    s = session(ws)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        assert s.call("write_file", [name, f"new {name}\n"], {}).ok
+    steps = []
+    real_rename = os.rename
+
+    def broken_rename(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    def fault(step):
+        steps.append(step)
+        if steps.count("replace") == 3:  # a.txt and b.txt replaced; the disk now fails
+            monkeypatch.setattr(os, "rename", broken_rename)
+            raise OSError(5, "Input/output error")
+
+    with pytest.raises(CommitError) as caught:
+        s.workspace.commit(fault=fault)
+    assert caught.value.written == ["a.txt", "b.txt"]
+    assert "could not be put back" in str(caught.value)
+    assert (ws / "a.txt").read_text() == "new a.txt\n"  # the truth: written
+    monkeypatch.setattr(os, "rename", real_rename)
+    Workspace(ws)  # the journal was kept: the next run finishes the undo
+    assert (ws / "a.txt").read_text() == "old a\n"
+    assert (ws / "b.txt").read_text() == "old b\n"
+    assert not (ws / "c.txt").exists() and leftovers(ws) == []

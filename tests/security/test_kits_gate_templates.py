@@ -108,7 +108,7 @@ def test_delegate_survives_a_deep_template_in_the_workspace(tmp_path, monkeypatc
     (tmp_path / ".lackjail" / "config.toml").write_text('[inference]\norder = ["templates"]\n')
     store = TemplateStore.at(tmp_path)
     store.directory.mkdir(parents=True)
-    deep = "x = " + "-" * 3000 + "1"
+    deep = "y = " + "not " * 2000 + "True"  # parses, but the old fill overflowed the stack
     (store.directory / "deep.tmpl").write_text(f"---\nname: deep\npattern: go now\n---\n{deep}\n")
     gen = generate("go now", None, root=tmp_path)
     assert not gen.ok
