@@ -22,10 +22,12 @@ the workspace root.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
 import stat
+import tempfile
 from dataclasses import dataclass
 
 from lackjail.errors import CommitError, ToolCallError
@@ -52,12 +54,25 @@ class Target:
     placed: int = 0  # the inode of the new file
 
 
-def journal_dir() -> str:
-    """Where interrupted commits are recorded: $XDG_STATE_HOME/lackjail/journal."""
+def journal_dirs() -> list[str]:
+    """Where interrupted commits are recorded: $XDG_STATE_HOME (or ~/.local/state)/lackjail/journal,
+    else (a home we cannot write) a private folder of ours in the temp folder."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "state"
     )
-    return os.path.join(base, "lackjail", "journal")
+    return [
+        os.path.join(base, "lackjail", "journal"),
+        os.path.join(tempfile.gettempdir(), f"lackjail-journal-{os.geteuid()}"),
+    ]
+
+
+def _private_dir(path: str) -> str:
+    """PATH made (0700) if needed; OSError unless it is a real folder that only we own."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise OSError(errno.EPERM, f"{path} is not a private folder of this user")
+    return path
 
 
 class Journal:
@@ -65,16 +80,16 @@ class Journal:
 
     def __init__(self, tree: Tree):
         info = os.fstat(tree.fd)
-        self.path = os.path.join(
-            journal_dir(), f"{info.st_dev}-{info.st_ino}-{secrets.token_hex(6)}.json"
-        )
+        self.name = f"{info.st_dev}-{info.st_ino}-{secrets.token_hex(6)}.json"
+        self.path = ""
 
     def write(self, targets: list[Target], made: list[str]) -> None:
         entries = [
             {"rel": t.rel, "tmp": t.tmp, "backup": t.backup, "placed": t.placed} for t in targets
         ]
         text = json.dumps({"targets": entries, "made": made})
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        if not self.path:
+            self.path = os.path.join(self._folder(), self.name)
         tmp = self.path + ".new"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
@@ -84,11 +99,22 @@ class Journal:
             os.close(fd)
         os.replace(tmp, self.path)
 
+    @staticmethod
+    def _folder() -> str:
+        folders = journal_dirs()
+        for folder in folders[:-1]:
+            try:
+                return _private_dir(folder)
+            except OSError:
+                continue
+        return _private_dir(folders[-1])
+
     def remove(self) -> None:
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
 
 
 def commit(
@@ -369,27 +395,29 @@ def _exists(dirfd: int, name: str) -> bool:
 
 def recover(tree: Tree, owner: Owner) -> list[str]:
     """Roll back commits to this workspace that were interrupted (kill -9); the files restored."""
-    folder = journal_dir()
     info = os.fstat(tree.fd)
     prefix = f"{info.st_dev}-{info.st_ino}-"
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
-    except OSError:
-        return []
     restored = []
-    for name in names:
-        path = os.path.join(folder, name)
+    for folder in journal_dirs():
         try:
-            with open(path, encoding="utf-8") as fh:
-                record = json.load(fh)
-            targets, made = record["targets"], record["made"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        with owner.acting():
-            _roll_back(tree, targets, made)
-        restored += [t["rel"] for t in targets]
-        try:
-            os.unlink(path)
+            names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
+            _private_dir(folder)  # a journal someone else could write is never obeyed
         except OSError:
-            pass
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    record = json.load(fh)
+                targets, made = record["targets"], record["made"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            with owner.acting():
+                stuck = _roll_back(tree, targets, made)
+            restored += [t["rel"] for t in targets]
+            if not stuck:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
     return restored

@@ -168,3 +168,25 @@ def test_a_failed_undo_is_reported_as_written_and_finished_by_the_next_run(ws, m
     assert (ws / "a.txt").read_text() == "old a\n"
     assert (ws / "b.txt").read_text() == "old b\n"
     assert not (ws / "c.txt").exists() and leftovers(ws) == []
+
+
+def test_commits_work_when_the_state_folder_cannot_be_written(ws, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker / "state"))
+    s = session(ws)
+    assert s.call("write_file", ["a.txt", "new a\n"], {}).ok
+    assert s.commit() == ["a.txt"]
+    assert (ws / "a.txt").read_text() == "new a\n"
+
+
+def test_a_journal_others_can_write_is_never_obeyed(ws, tmp_path):
+    folder = tmp_path / "state" / "lackjail" / "journal"
+    folder.mkdir(parents=True, mode=0o700)
+    info = os.stat(ws)
+    forged = folder / f"{info.st_dev}-{info.st_ino}-forged.json"
+    forged.write_text('{"targets": [{"rel": "a.txt", "tmp": "", "backup": null, "placed": %d}],'
+                      ' "made": []}' % os.stat(ws / "a.txt").st_ino)  # fmt: skip
+    os.chmod(folder, 0o777)  # anyone could have planted that record
+    Workspace(ws)
+    assert (ws / "a.txt").read_text() == "old a\n"
