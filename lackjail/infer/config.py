@@ -23,13 +23,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from lackjail.errors import ToolCallError
+from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
 from lackjail.workspace.paths import workspace_root
 
 CONFIG_PATH = Path(".lackjail") / "config.toml"
 MAX_CONFIG_BYTES = 1 << 20
 ENDPOINT_KEYS = {"host": "OLLAMA_HOST", "base_url": "ANTHROPIC_BASE_URL"}
-USER_KEYS = ("inference", "trust")
 BUILTIN_TIERS = ("templates", "rules")
 PROVIDER_KINDS = ("ollama", "anthropic")
 DEFAULT_ORDER = ("templates", "rules", "ollama", "anthropic")
@@ -103,20 +103,11 @@ class InferenceConfig:
         return _parse(data, source)
 
 
-def user_config_path() -> Path:
-    """The user's own config: $XDG_CONFIG_HOME/lackjail/config.toml (or ~/.config/...)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "lackjail" / "config.toml"
-
-
 def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
     """The `[inference]` settings for workspace ROOT (default: the current folder): the user's
     config, then the workspace's (see the module docstring); the defaults when neither exists."""
-    user_path = user_config_path()
+    user_path = user_config_path()  # its other tables belong to lackjail.userconfig
     user = _toml(_read_user(user_path), user_path)
-    for key in user:
-        if key not in USER_KEYS:
-            raise ConfigError(f"{user_path}: unknown key '{key}'; known keys: inference, trust")
     ws_path = Path(root or ".") / CONFIG_PATH
     workspace = _toml(_read_workspace(root), ws_path)
     if trusted is None:

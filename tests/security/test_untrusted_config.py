@@ -180,3 +180,8 @@ def test_the_mcp_server_s_delegate_ignores_workspace_endpoints(
     text = result.content[0].text
     assert "a workspace may not choose where a credential is sent" in text
     assert "SECRETKEY" not in text
+
+
+def test_the_user_s_other_tables_belong_to_the_cli_defaults(ws, tmp_path):
+    user_config(tmp_path, '[defaults]\nkit = "files"\n[inference]\norder = ["rules"]\n')
+    assert load_config(ws).order == ("rules",)
