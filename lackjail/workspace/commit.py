@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from lackjail.errors import CommitError, ToolCallError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import identity
+from lackjail.workspace.files import identity, write_all
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import os_message, show
 from lackjail.workspace.protect import Protection, runs_later
@@ -254,11 +254,7 @@ def _give(owner: Owner, fd: int, like: os.stat_result) -> None:
 def _prepare(tree: Tree, owner: Owner, target: Target, made: list[str]) -> None:
     dirfd = _parent(tree, owner, target.rel, made)
     try:
-        name = os.path.basename(target.rel)
-        try:
-            old = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        except FileNotFoundError:
-            old = None
+        old = _stat_at(dirfd, os.path.basename(target.rel))
         fd = os.open(
             target.tmp,
             os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -266,9 +262,7 @@ def _prepare(tree: Tree, owner: Owner, target: Target, made: list[str]) -> None:
             dir_fd=dirfd,
         )
         try:
-            view = memoryview(target.data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, target.data)
             if old is not None:
                 _give(owner, fd, old)
                 mode = old.st_mode & 0o777
@@ -292,10 +286,7 @@ def _replace(tree: Tree, target: Target) -> None:
     dirfd = tree.open_dir(os.path.dirname(target.rel))
     try:
         name = os.path.basename(target.rel)
-        try:
-            now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        except FileNotFoundError:
-            now = None
+        now = _stat_at(dirfd, name)
         if target.seen is not UNSEEN and identity(now) != target.seen:
             raise CommitError(f"{show(target.rel)} changed on disk while the commit ran")
         if now is None:
@@ -355,12 +346,10 @@ def _roll_back(tree: Tree, targets: list, made: list) -> list[str]:
             name = os.path.basename(rel)
             if tmp:
                 _unlink(dirfd, tmp)
-            try:
-                now = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_ino
-            except FileNotFoundError:
-                now = None
+            found = _stat_at(dirfd, name)
+            now = found.st_ino if found is not None else None
             if placed and now == placed:  # our new file is in place: put the old one back
-                if backup and _exists(dirfd, backup):
+                if backup and _stat_at(dirfd, backup) is not None:
                     os.rename(backup, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
                 else:
                     os.unlink(name, dir_fd=dirfd)
@@ -385,12 +374,12 @@ def _roll_back(tree: Tree, targets: list, made: list) -> list[str]:
     return sorted(stuck)
 
 
-def _exists(dirfd: int, name: str) -> bool:
+def _stat_at(dirfd: int, name: str) -> os.stat_result | None:
+    """The lstat of NAME in the folder DIRFD; None when it does not exist."""
     try:
-        os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        return True
+        return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
     except FileNotFoundError:
-        return False
+        return None
 
 
 def recover(tree: Tree, owner: Owner) -> list[str]:

@@ -106,6 +106,13 @@ def read_beneath(root: str, path, limit: int) -> bytes:
         tree.close()
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of DATA to FD (os.write may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_whole(
     tree: Tree, name: str, data: bytes, replace: bool = True, mode: int = 0o644
 ) -> None:
@@ -116,9 +123,7 @@ def write_whole(
                  dir_fd=tree.fd)  # fmt: skip
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             os.fchmod(fd, mode)
             os.fsync(fd)
         finally:

@@ -85,6 +85,13 @@ def _combined(rules: tuple) -> re.Pattern | None:
     return re.compile("|".join(f"(?:{_rule_regex(r).pattern})" for r in rules), re.DOTALL)
 
 
+def _first(rules: list, combined: re.Pattern | None, rel: str) -> str | None:
+    """The first of RULES covering REL (None, after one regex match, in the common case)."""
+    if combined is None or not combined.match(rel):
+        return None
+    return next(r for r in rules if rule_matches(r, rel))
+
+
 class Protection:
     """The write and read rules in force for one run."""
 
@@ -103,9 +110,7 @@ class Protection:
         )
 
     def check_write(self, rel: str, path) -> None:
-        if self._any_write is None or not self._any_write.match(rel):
-            return
-        rule = next((r for r in self.write if rule_matches(r, rel)), None)
+        rule = _first(self.write, self._any_write, rel)
         if rule is not None:
             raise ToolCallError(
                 f"writing {show(path)} is refused by rule {rule!r} (policy tools.write_deny): "
@@ -113,9 +118,7 @@ class Protection:
             )
 
     def check_read(self, rel: str, path) -> None:
-        if self._any_read is None or not self._any_read.match(rel):
-            return
-        rule = next((r for r in self.read if rule_matches(r, rel)), None)
+        rule = _first(self.read, self._any_read, rel)
         if rule is not None:
             raise ToolCallError(
                 f"reading {show(path)} is refused by rule {rule!r} (policy tools.read_deny): "

@@ -1,5 +1,6 @@
 """Commits are all or nothing, survive kill -9, and never lose a concurrent edit (issue 12 #6)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -11,11 +12,7 @@ from host_support import session
 from lackjail.errors import CommitError
 from lackjail.workspace import Workspace
 
-
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    """Journals of interrupted commits go to a folder of this test."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("private_state")
 
 
 @pytest.fixture
@@ -185,8 +182,9 @@ def test_a_journal_others_can_write_is_never_obeyed(ws, tmp_path):
     folder.mkdir(parents=True, mode=0o700)
     info = os.stat(ws)
     forged = folder / f"{info.st_dev}-{info.st_ino}-forged.json"
-    forged.write_text('{"targets": [{"rel": "a.txt", "tmp": "", "backup": null, "placed": %d}],'
-                      ' "made": []}' % os.stat(ws / "a.txt").st_ino)  # fmt: skip
+    placed = os.stat(ws / "a.txt").st_ino  # the record says a.txt is a file the commit made
+    entry = {"rel": "a.txt", "tmp": "", "backup": None, "placed": placed}
+    forged.write_text(json.dumps({"targets": [entry], "made": []}))
     os.chmod(folder, 0o777)  # anyone could have planted that record
     Workspace(ws)
     assert (ws / "a.txt").read_text() == "old a\n"

@@ -16,10 +16,7 @@ import tempfile
 import pytest
 from host_support import ordinary_user, run_as, session
 
-
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("private_state")
 
 
 @pytest.fixture

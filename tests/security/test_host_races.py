@@ -15,6 +15,7 @@ from host_support import session, swapper
 from lackjail.workspace import beneath
 
 ATTEMPTS = 500
+pytestmark = pytest.mark.usefixtures("private_state")
 
 
 @pytest.fixture(params=["openat2", "walk"])

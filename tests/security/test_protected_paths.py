@@ -9,10 +9,7 @@ from host_support import session
 
 from lackjail.policy import PolicyError, policy_from_dict
 
-
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("private_state")
 
 
 @pytest.fixture
