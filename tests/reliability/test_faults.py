@@ -236,6 +236,10 @@ def test_stalled_idle_jail_is_replaced_by_the_health_check(require_nsjail):
         stalled_pid, zygote, _ = jail_processes(jail)[0]
         os.kill(zygote, signal.SIGSTOP)
         assert jail.pool.ping_idle() == 1  # the stopped zygote misses its ping and is retired
+        # the supervisor thread kills retired jails: wait for it (bounded), not a margin
+        deadline = time.monotonic() + 30
+        while stalled_pid in jail.pool.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert stalled_pid not in jail.pool.pids()
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
