@@ -23,7 +23,7 @@ from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import FileTooLarge, identity, locate, read_regular, stat_target
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.pathglob import PathGlob
-from lackjail.workspace.paths import relative, show, workspace_root
+from lackjail.workspace.paths import os_message, relative, show, workspace_root
 from lackjail.workspace.protect import Protection
 from lackjail.workspace.staging import StagingArea
 
@@ -232,6 +232,37 @@ class WorkspaceView:
                 f"pattern {show(pattern_text)} matches more than {MAX_MATCHES} files; narrow it"
             )
         return sorted(found)
+
+    def list_dir(self, path) -> list[str]:
+        """The names in folder PATH ("." is the workspace), folders with a trailing '/',
+        files this run staged there included; read rules apply to the folder itself."""
+        self._check_open()
+        ws = self.workspace
+        with ws.owner.acting():
+            rel = "" if path in (".", "./", "") else ws.locate(path)
+            if rel:
+                ws.protection.check_read(rel, path)
+            try:
+                dirfd = ws.tree.open(rel, _DIR_READ)
+            except OSError as exc:
+                raise ToolCallError(os_message(exc, path)) from None
+            try:
+                names = set()
+                for entry in os.scandir(dirfd):
+                    if len(names) >= MAX_MATCHES:
+                        raise ToolCallError(
+                            f"{show(path)} holds more than {MAX_MATCHES} entries; use find_files"
+                        )
+                    folder = entry.is_dir(follow_symlinks=False)
+                    names.add(entry.name + "/" if folder else entry.name)
+            finally:
+                os.close(dirfd)
+        prefix = rel + "/" if rel else ""
+        for staged in [*ws.staged_paths(), *self.pending]:
+            if staged.startswith(prefix):
+                head, _, rest = staged[len(prefix) :].partition("/")
+                names.add(head + "/" if rest else head)
+        return sorted(names)
 
     def _walk(self, pattern: PathGlob) -> set[str]:
         """The files on disk matching PATTERN, walked by descriptor, never via a symlink."""

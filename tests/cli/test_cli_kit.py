@@ -21,7 +21,7 @@ def test_list_shows_bundled_and_workspace_kits(ws):
     (ws / ".lackjail" / "kits" / "broken.kit").write_text("raed_file\n")
     result = run("list", "--workspace", str(ws))
     assert result.exit_code == 0
-    assert "files            bundled   4 tools, w=3" in result.output
+    assert "files            bundled   6 tools, w=3" in result.output
     assert "broken           workspace error: unknown tool 'raed_file'" in result.output
     rows = json.loads(run("list", "--workspace", str(ws), "--json").output)
     assert {r["name"] for r in rows} == {"broken", "files", "readonly", "text"}

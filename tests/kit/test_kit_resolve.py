@@ -32,7 +32,7 @@ def test_none_forms_have_no_tools():
 
 def test_bundled_kit_and_names():
     kit = resolve_kit("files")
-    assert kit.names == ("read_file", "find_files", "write_file", "edit_file")
+    assert kit.names == ("read_file", "find_files", "list_dir", "grep", "write_file", "edit_file")
     assert kit.host_tools == kit.names
     assert kit.grade == {"w": 3, "d": 3}
     assert resolve_kit("readonly").grade == {"w": 1, "d": 1}
@@ -72,16 +72,16 @@ def test_extra_tools_merge_into_any_form(ws):
     assert resolve_kit("readonly", extra_tools=["write_file"]).names == (
         "read_file",
         "find_files",
+        "list_dir",
+        "grep",
         "write_file",
     )
     assert resolve_kit(None, extra_tools="read_file").names == ("read_file",)
     assert resolve_kit({"r": "read_file"}, extra_tools={"w": "write_file"}).names == ("r", "w")
     base = resolve_kit("readonly")
     merged = resolve_kit(base, extra_tools=[py_tool("add")])
-    assert merged.names == ("read_file", "find_files", "add") and base.names == (
-        "read_file",
-        "find_files",
-    )
+    listing = ("read_file", "find_files", "list_dir", "grep")
+    assert merged.names == (*listing, "add") and base.names == listing
     assert (
         resolve_kit("files", extra_tools=["read_file"]).names == resolve_kit("files").names
     )  # same tool twice is fine

@@ -1,4 +1,4 @@
-"""The built-in file tools: read_file, find_files, write_file, edit_file.
+"""The built-in file tools: read_file, find_files, list_dir, grep, write_file, edit_file.
 
 Each takes the call's ToolContext first (bound by the builtin provider, not
 visible to programs) and touches files only through its confined
@@ -9,7 +9,11 @@ docstrings are their specs (see docspec).
 from __future__ import annotations
 
 from lackjail.errors import ToolCallError
+from lackjail.workspace.files import FileTooLarge
 from lackjail.workspace.paths import show
+
+MAX_GREP_MATCHES = 10_000  # matching lines one grep returns
+MAX_GREP_LINE = 500  # characters of a matching line returned
 
 
 def _text(data: bytes, path) -> str:
@@ -52,6 +56,58 @@ def find_files(ctx, pattern: str) -> list[str]:
     return ctx.workspace.find(pattern)
 
 
+def list_dir(ctx, path: str = ".") -> list[str]:
+    """List one folder of the workspace.
+
+    Use: see what a folder holds before reading files in it.
+    Input: a workspace-relative folder ("." for the workspace itself).
+    Output: a sorted list of names; folders end with "/".
+    Parameters:
+        path (str): the folder, relative to the workspace (no '..', no paths outside).
+    Best Practices:
+        - Use find_files to search several folders at once.
+    """
+    return ctx.workspace.list_dir(path)
+
+
+def grep(ctx, text: str, pattern: str = "**/*") -> list[dict]:
+    """Find the lines that contain a piece of text in the workspace's files.
+
+    Use: locate where a name or message occurs without reading every file yourself.
+    Input: the exact text to look for (not a regex) and a glob choosing the files.
+    Output: a list of {"path", "line", "text"} (1-based line numbers), in path order.
+    Parameters:
+        text (str): the literal text to find (case-sensitive; not a regular expression).
+        pattern (str): a glob of the files to search, e.g. "src/**/*.py" (default: all).
+    Best Practices:
+        - Narrow the pattern: every file searched counts against the run's read budget.
+        - Binary files, files that are not UTF-8 and protected files are skipped.
+    """
+    if not isinstance(text, str) or not text:
+        raise ToolCallError("text is empty; give the exact text to find")
+    found = []
+    for path in ctx.workspace.find(pattern):
+        try:
+            content = ctx.workspace.read_bytes(path).decode("utf-8")
+        except (ToolCallError, UnicodeDecodeError) as exc:
+            if isinstance(exc, ToolCallError) and not _skippable(exc):
+                raise
+            continue
+        for number, line in enumerate(content.splitlines(), 1):
+            if text in line:
+                found.append({"path": path, "line": number, "text": line[:MAX_GREP_LINE]})
+                if len(found) > MAX_GREP_MATCHES:
+                    raise ToolCallError(
+                        f"grep: more than {MAX_GREP_MATCHES} matching lines; narrow the pattern"
+                    )
+    return found
+
+
+def _skippable(exc: ToolCallError) -> bool:
+    """A file grep passes over (protected, too large, not regular), unlike a budget or a stop."""
+    return type(exc) in (ToolCallError, FileTooLarge)
+
+
 def write_file(ctx, path: str, content: str) -> bool:
     """Write a UTF-8 text file inside the workspace, replacing what was there.
 
@@ -91,11 +147,15 @@ def edit_file(ctx, path: str, old_str: str, new_str: str) -> bool:
     return True
 
 
-IMPLEMENTATIONS = {f.__name__: f for f in (read_file, find_files, write_file, edit_file)}
+IMPLEMENTATIONS = {
+    f.__name__: f for f in (read_file, find_files, list_dir, grep, write_file, edit_file)
+}
 # Grades and timeouts of the built-in tools (everything else comes from the docstrings).
 SETTINGS = {
     "read_file": {"grade_w": 1, "effects_ceiling": 1},
     "find_files": {"grade_w": 1, "effects_ceiling": 1, "timeout_s": 30.0},
+    "list_dir": {"grade_w": 1, "effects_ceiling": 1},
+    "grep": {"grade_w": 1, "effects_ceiling": 1, "timeout_s": 30.0},
     "write_file": {"grade_w": 3, "effects_ceiling": 3},
     "edit_file": {"grade_w": 3, "effects_ceiling": 3},
 }
