@@ -70,4 +70,6 @@ def test_the_demo_check_line_passes():
     )
     assert result.exit_code == 0, result.output
     makefile = (EXAMPLES.parent / "Makefile").read_text()
-    assert "lackjail check examples --kit files --param name=world --param path=notes.txt" in makefile
+    assert (
+        "lackjail check examples --kit files --param name=world --param path=notes.txt" in makefile
+    )

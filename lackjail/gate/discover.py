@@ -49,7 +49,8 @@ def glob_regex(pattern: str) -> re.Pattern:
         raise DiscoveryError("the glob is empty; e.g. --glob '**/*.lackpy'")
     if pattern.startswith("/") or "\\" in pattern or "\x00" in pattern:
         raise DiscoveryError(
-            f"glob {pattern!r} must be a relative pattern with '/' separators, e.g. 'src/**/*.lackpy'"
+            f"glob {pattern!r} must be a relative pattern with '/' separators, e.g. "
+            "'src/**/*.lackpy'"
         )
     out, i = [], 0
     while i < len(pattern):
@@ -111,7 +112,8 @@ def open_program(path: str, root: str) -> int:
 
 
 def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:
-    """The programs under PATHS (files or folders; default the current folder), sorted by name, no duplicates.
+    """The programs under PATHS (files or folders; default the current folder), sorted by name, no
+    duplicates.
 
     Names are relative to ROOT (default: the current folder) where the file lies below it.
     """

@@ -59,7 +59,9 @@ def complete(config, system: str, messages: list) -> str:
 
 
 def _text(reply, where: str) -> str:
-    """The text blocks of a Messages reply; the client does not check a body's shape, so this does."""
+    """The text blocks of a Messages reply; the client does not check a body's shape, so this
+    does.
+    """
     content = getattr(reply, "content", None)
     texts = (
         [getattr(b, "text", None) for b in content if getattr(b, "type", None) == "text"]

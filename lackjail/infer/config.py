@@ -240,8 +240,9 @@ def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
         seen.add(tier)
         if tier not in BUILTIN_TIERS + PROVIDER_KINDS and tier not in tables:
             raise ConfigError(
-                f"{source}: unknown tier '{tier}' in 'inference.order'; use templates, rules, ollama, "
-                f'anthropic, or define [inference.providers.{tier}] with kind = "ollama" or "anthropic"'
+                f"{source}: unknown tier '{tier}' in 'inference.order'; use templates, rules, "
+                "ollama, anthropic, or define "
+                f'[inference.providers.{tier}] with kind = "ollama" or "anthropic"'
             )
     rounds = data.get("feedback_rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 0 <= rounds <= 5:
@@ -251,7 +252,8 @@ def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
     for name in tables:
         if name in BUILTIN_TIERS:
             raise ConfigError(
-                f"{source}: '{name}' is a built-in tier and takes no [inference.providers.{name}] table"
+                f"{source}: '{name}' is a built-in tier and takes no "
+                f"[inference.providers.{name}] table"
             )
     providers = {}
     for tier in order:

@@ -65,7 +65,9 @@ class DelegateResult:
 
     @property
     def exit_code(self) -> int:
-        """0 ok (or generated, not run); 1 ran and failed; 2 nothing valid was generated or it was rejected."""
+        """0 ok (or generated, not run); 1 ran and failed; 2 nothing valid was generated or it was
+        rejected.
+        """
         if not self.generation.ok:
             return 2
         return self.result.exit_code if self.result is not None else 0
@@ -141,7 +143,9 @@ class _Run:
         self.config, self.root, self.check = config, root, check
 
     def _try(self, tier: str, program: str, source: str, started: float) -> list:
-        """Validate PROGRAM (written since STARTED); keep it if valid. Returns the errors, empty when accepted."""
+        """Validate PROGRAM (written since STARTED); keep it if valid. Returns the errors, empty
+        when accepted.
+        """
         if not program.strip():
             errors = [{"message": "the program is empty"}]
         else:

@@ -1,4 +1,5 @@
-"""The messages a model sees: the language, the kit, the parameters, the intent, the validator's errors.
+"""The messages a model sees: the language, the kit, the parameters, the intent, the validator's
+errors.
 
 Built from the language spec and the kit's own description, so a prompt can
 never promise a construct the validator rejects or a tool the kit lacks.
@@ -11,13 +12,17 @@ Reply with the program only: no explanation, no Markdown, no code fences.
 
 How a lackpy program works:
 - Its only way to touch files or the world is to call the tools listed below; there are no imports.
-- Only the constructs and builtins of the language spec below are allowed; anything else is rejected.
-- The value of the last expression statement is the program's result: end with the expression that answers the request.
+- Only the constructs and builtins of the language spec below are allowed; anything else \
+is rejected.
+- The value of the last expression statement is the program's result: \
+end with the expression that answers the request.
 - print() output is captured and shown to the caller."""
 
 
 def system_prompt(spec_text: str, kit=None, params=()) -> str:
-    """The system message: INTRO, the language spec (as text), the kit's tools and the parameter names."""
+    """The system message: INTRO, the language spec (as text), the kit's tools and the parameter
+    names.
+    """
     parts = [INTRO, "Language spec:\n" + spec_text.strip()]
     if kit is not None and kit.names:
         parts.append("Tools (call them like functions):\n" + kit.describe().strip())
@@ -25,8 +30,8 @@ def system_prompt(spec_text: str, kit=None, params=()) -> str:
         parts.append("Tools: none. The program can only compute with its parameters and literals.")
     if params:
         parts.append(
-            "Parameters (names already defined when the program starts; read them, do not assign them): "
-            + ", ".join(params)
+            "Parameters (names already defined when the program starts; "
+            "read them, do not assign them): " + ", ".join(params)
         )
     return "\n\n".join(parts) + "\n"
 

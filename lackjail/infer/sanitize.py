@@ -22,7 +22,9 @@ _MAX_PROSE_LINES = 5
 
 
 def sanitize(reply: str) -> str:
-    """The program inside REPLY: the first Python code fence if any, else the reply minus prose lines."""
+    """The program inside REPLY: the first Python code fence if any, else the reply minus prose
+    lines.
+    """
     text = _THINK.sub("", reply[:MAX_REPLY_CHARS]).strip()
     fences = [m for m in _FENCE.finditer(text) if m.group(2).lower() in _CODE_LANGS]
     if fences:

@@ -155,7 +155,8 @@ class IntentPattern:
         for i, literal in enumerate(literals[1:-1], start=1):
             if not literal.strip():
                 raise TemplateError(
-                    f"pattern {text!r}: {{{names[i - 1]}}} and {{{names[i]}}} need words between them"
+                    f"pattern {text!r}: {{{names[i - 1]}}} and {{{names[i]}}} need words between "
+                    "them"
                 )
         last = len(literals) - 1
         segments = tuple(_segment(lit, i == 0, i == last) for i, lit in enumerate(literals))
@@ -222,7 +223,8 @@ class Template:
     def render(self) -> str:
         """The file text; the pattern is written as a JSON string so any character survives."""
         return (
-            f"---\nname: {self.name}\npattern: {json.dumps(self.pattern.text, ensure_ascii=False)}\n"
+            f"---\nname: {self.name}\npattern: "
+            f"{json.dumps(self.pattern.text, ensure_ascii=False)}\n"
             f"success_count: {self.success_count}\nfail_count: {self.fail_count}\n---\n"
             f"{self.body.strip()}\n"
         )
@@ -411,7 +413,9 @@ class TemplateStore:
             os.close(fd)
 
     def _write(self, tree: Tree, template: Template, replace: bool) -> None:
-        """Write via a temporary file: readers see the old file or the new one, never half of one."""
+        """Write via a temporary file: readers see the old file or the new one, never half of
+        one.
+        """
         try:
             write_whole(tree, f"{template.name}{SUFFIX}", template.render().encode(), replace)
         except FileExistsError:

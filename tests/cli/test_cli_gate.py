@@ -1,5 +1,5 @@
-"""The gate end to end on the fixture tree: in process with a real jail, through click's runner, and as a
-subprocess for exit codes, stdin, reports and bad input."""
+"""The gate end to end on the fixture tree: in process with a real jail, through click's runner,
+and as a subprocess for exit codes, stdin, reports and bad input."""
 
 import json
 import os

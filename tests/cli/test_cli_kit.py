@@ -60,7 +60,8 @@ def test_create_then_use_then_refuse_overwrite(ws):
     )
     assert result.exit_code == 0 and "review.kit (2 tools)" in result.output
     assert (ws / ".lackjail" / "kits" / "review.kit").read_text() == (
-        "---\nname: review\ndescription: Review code\ndocs: docs/guide.md\n---\nread_file\nfind_files\n"
+        "---\nname: review\ndescription: Review code\ndocs: "
+        "docs/guide.md\n---\nread_file\nfind_files\n"
     )
     data = json.loads(run("info", "review", "--json", "--workspace", str(ws)).output)
     assert data["description"] == "Review code" and data["docs"] == {"docs/guide.md": "kit review"}

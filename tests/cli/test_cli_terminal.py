@@ -38,7 +38,10 @@ def _nsjail(require_nsjail):
     pass
 
 
-PRINTS = f'print("{HOSTILE.encode("unicode_escape").decode()}")\n"v{HOSTILE.encode("unicode_escape").decode()}"\n'
+PRINTS = (
+    f'print("{HOSTILE.encode("unicode_escape").decode()}")\n'
+    f'"v{HOSTILE.encode("unicode_escape").decode()}"\n'
+)
 
 
 def test_run_output_and_value_are_escaped_for_a_person_and_exact_in_json():

@@ -1,4 +1,6 @@
-"""Helpers for the gate tests: a fixture tree of valid, rejected and failing programs; SARIF checks."""
+"""Helpers for the gate tests: a fixture tree of valid, rejected and failing programs; SARIF
+checks.
+"""
 
 import json
 import os

@@ -1,4 +1,6 @@
-"""Finding programs: the glob, hidden folders, explicit files, bad paths, and files that must not block."""
+"""Finding programs: the glob, hidden folders, explicit files, bad paths, and files that must not
+block.
+"""
 
 import os
 

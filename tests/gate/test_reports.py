@@ -1,4 +1,6 @@
-"""The renderers on hand-made reports: SARIF against the schema, JUnit through the standard library, text, JSON."""
+"""The renderers on hand-made reports: SARIF against the schema, JUnit through the standard library,
+text, JSON.
+"""
 
 import json
 import xml.etree.ElementTree as ET

@@ -1,4 +1,6 @@
-"""`.lackjail/config.toml` [inference]: defaults, every key checked, errors that name the key and the fix."""
+"""`.lackjail/config.toml` [inference]: defaults, every key checked, errors that name the key and
+the fix.
+"""
 
 import pytest
 from infer_support import write_config
@@ -56,7 +58,8 @@ connect_timeout = 0.5
     [
         (
             {"order": ["templates", "gpt"]},
-            "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, or define [inference.providers.gpt]",
+            "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, or "
+            "define [inference.providers.gpt]",
         ),
         ({"order": []}, "'inference.order' must be a list of tier names"),
         ({"order": "rules"}, "'inference.order' must be a list of tier names"),
@@ -69,7 +72,8 @@ connect_timeout = 0.5
         ),
         (
             {"providers": {"ollama": {"timeout": 0}}},
-            "'inference.providers.ollama.timeout' must be a number of seconds > 0, e.g. timeout = 60",
+            "'inference.providers.ollama.timeout' must be a number of seconds > 0, "
+            "e.g. timeout = 60",
         ),
         (
             {"providers": {"ollama": {"timeout": True}}},

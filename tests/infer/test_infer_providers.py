@@ -1,4 +1,6 @@
-"""The model tiers, driven through the real `ollama` and `anthropic` clients against a loopback server."""
+"""The model tiers, driven through the real `ollama` and `anthropic` clients against a loopback
+server.
+"""
 
 import sys
 import time

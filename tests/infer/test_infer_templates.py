@@ -1,4 +1,6 @@
-"""Templates: matching, injection-proof filling, the files, atomic counts, and the tier in the pipeline."""
+"""Templates: matching, injection-proof filling, the files, atomic counts, and the tier in the
+pipeline.
+"""
 
 import ast
 import threading

@@ -18,7 +18,11 @@ import json, os, signal, socket, sys
 sys.path.insert(0, '/opt/lackjail')
 from lackjail.worker import confine
 out = {"uid": os.getuid(), "gid": os.getgid()}
-out["exists"] = {p: os.path.exists(p) for p in ["/root", "/home", "/etc/shadow", "/etc/passwd", "/proc/self", CHECKOUT, "/opt/lackjail/lackjail/pool", "/opt/lackjail/lackjail/api.py"]}
+paths = [
+    "/root", "/home", "/etc/shadow", "/etc/passwd", "/proc/self", CHECKOUT,
+    "/opt/lackjail/lackjail/pool", "/opt/lackjail/lackjail/api.py",
+]
+out["exists"] = {p: os.path.exists(p) for p in paths}
 try:
     out["interfaces"] = [name for _, name in socket.if_nameindex()]
 except OSError as exc:
@@ -43,7 +47,10 @@ for name, code in tries.items():
         except OSError:
             os._exit(13)
     _, status = os.waitpid(pid, 0)
-    out["after_filter"][name] = ("signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit %d" % os.WEXITSTATUS(status))
+    if os.WIFSIGNALED(status):
+        out["after_filter"][name] = "signal %d" % os.WTERMSIG(status)
+    else:
+        out["after_filter"][name] = "exit %d" % os.WEXITSTATUS(status)
 print(json.dumps(out))
 """.replace("CHECKOUT", repr(CHECKOUT))
 

@@ -139,7 +139,9 @@ def test_jail_placed_tools_skip_the_round_trip(require_nsjail, workspace):
 
 
 def test_a_commit_that_fails_is_an_error_not_an_exception(files_jail, workspace):
-    """The staged write is fine; the disk refuses it at commit (an immutable folder, even for root)."""
+    """The staged write is fine; the disk refuses it at commit (an immutable folder, even for
+    root).
+    """
     import shutil
     import subprocess
 

@@ -29,7 +29,9 @@ def ws(tmp_path, outside):
 
 @pytest.fixture
 def session_for(ws):
-    """session_for(kit_spec, **policy_changes, approve=..., workspace=..., dry_run=...) -> ToolSession."""
+    """session_for(kit_spec, **policy_changes, approve=..., workspace=..., dry_run=...) ->
+    ToolSession.
+    """
 
     def make(
         spec="files",

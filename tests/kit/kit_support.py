@@ -6,7 +6,9 @@ from lackjail.policy import Limits, Policy, ToolRules
 
 
 def make_policy(**changes):
-    """A Policy with LIMITS and TOOLS fields changed, e.g. make_policy(tool_calls=2, deny=("write_file",))."""
+    """A Policy with LIMITS and TOOLS fields changed, e.g. make_policy(tool_calls=2,
+    deny=("write_file",)).
+    """
     limit_keys = set(Limits.__dataclass_fields__)
     limits = Limits(**{k: v for k, v in changes.items() if k in limit_keys})
     tools = ToolRules(**{k: v for k, v in changes.items() if k not in limit_keys})
@@ -19,7 +21,9 @@ def no_temp_files(root):
 
 
 def py_tool(function, name=None, **fields):
-    """A python-provider ToolSpec for a function of kit_helpers, its spec read from the docstring."""
+    """A python-provider ToolSpec for a function of kit_helpers, its spec read from the
+    docstring.
+    """
     import kit_helpers
 
     from lackjail.kit import spec_from_function

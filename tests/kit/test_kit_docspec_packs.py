@@ -106,8 +106,8 @@ def test_describe_shows_signatures_guidance_and_practices():
     )
     assert "Parameters:\n      path (str): the file, relative to the workspace" in text
     assert (
-        "fs - Files inside the workspace.\n    fs.read(path: str) -> str  # get the contents of one file"
-        in text
+        "fs - Files inside the workspace.\n    fs.read(path: str) -> str  # get the contents of "
+        "one file" in text
     )
     assert "      - fs.find: Anchor patterns to a folder" in text
     assert "slugify(text: str) -> str  [runs in the jail]" in text

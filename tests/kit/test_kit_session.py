@@ -1,4 +1,6 @@
-"""The mediated call path: approval, policy, timeouts, tool failures, results, writes, budgets, trace."""
+"""The mediated call path: approval, policy, timeouts, tool failures, results, writes, budgets,
+trace.
+"""
 
 import os
 import threading
@@ -93,7 +95,7 @@ def test_read_only_workspace_denies_writes(session_for, ws):
     assert (ws / "a.txt").read_text() == "alpha\n"
 
 
-# --- timeouts and failing tools --------------------------------------------------------------------
+# --- timeouts and failing tools -------------------------------------------------------------------
 
 
 def test_hung_tool_times_out_without_blocking_other_runs(session_for):
@@ -267,7 +269,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(session_for, ws):
     assert (ws / "a.txt").read_text() == "alpha\n" and not (ws / "n.txt").exists()
 
 
-# --- budgets ----------------------------------------------------------------------------------------
+# --- budgets --------------------------------------------------------------------------------------
 
 
 def test_tool_call_budget(session_for):
@@ -289,7 +291,7 @@ def test_read_and_write_budgets(session_for, ws):
     assert s.stats == {"tool_calls": 4, "bytes_read": 6, "bytes_written": 5}
 
 
-# --- hostile calls ----------------------------------------------------------------------------------
+# --- hostile calls --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -343,7 +345,7 @@ def test_bool_is_not_an_int(session_for):
     assert "must be int, not bool" in s.call("add", [True], {}).error
 
 
-# --- trace ------------------------------------------------------------------------------------------
+# --- trace ----------------------------------------------------------------------------------------
 
 
 def test_trace_entries_and_events(session_for):

@@ -32,7 +32,9 @@ def env() -> dict:
 
 
 def session(workspace, *args):
-    """Run BODY(client) against `python -m lackjail.cli serve ARGS` in WORKSPACE; returns BODY's value."""
+    """Run BODY(client) against `python -m lackjail.cli serve ARGS` in WORKSPACE; returns BODY's
+    value.
+    """
 
     def runner(body):
         async def main():
@@ -157,7 +159,8 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
     (workspace / "docs" / "escape.md").symlink_to("/etc/passwd")
     (workspace / ".lackjail" / "kits").mkdir()
     (workspace / ".lackjail" / "kits" / "project.kit").write_text(
-        "---\nname: project\ndescription: read the project\ndocs: docs/guide.md, docs/escape.md\n---\n"
+        "---\nname: project\ndescription: read the project\ndocs: docs/guide.md, "
+        "docs/escape.md\n---\n"
         "read_file\nfind_files\n"
     )
     secret = workspace.parent / f"{workspace.name}-secret.kit"

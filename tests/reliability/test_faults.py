@@ -174,7 +174,7 @@ def _kill_jails_while_starting(jail, keep: set[int], count: int, timeout: float 
     killed, seen = 0, set()
     deadline = time.monotonic() + timeout
     while killed < count and time.monotonic() < deadline:
-        for ns, zygote, children in jail_processes(jail):
+        for ns, _zygote, children in jail_processes(jail):
             if ns in keep or ns in seen or children:
                 continue
             seen.add(ns)
@@ -188,7 +188,9 @@ def _kill_jails_while_starting(jail, keep: set[int], count: int, timeout: float 
 
 
 def test_stalled_child_ends_in_a_wall_clock_timeout(require_nsjail):
-    """SIGSTOP the child mid-run: the controller's wall clock ends the run; the zygote kills the child."""
+    """SIGSTOP the child mid-run: the controller's wall clock ends the run; the zygote kills the
+    child.
+    """
     before = descendants()
     with Jail(policy=_policy(wall_s=1.0), workers=2) as jail:
         assert jail.pool.wait_full(30)
@@ -208,7 +210,9 @@ def test_stalled_child_ends_in_a_wall_clock_timeout(require_nsjail):
 
 
 def test_stalled_jail_is_killed_after_the_grace(require_nsjail):
-    """SIGSTOP zygote and child: the cancel is never answered, so the controller kills the whole jail."""
+    """SIGSTOP zygote and child: the cancel is never answered, so the controller kills the whole
+    jail.
+    """
     before = descendants()
     with Jail(policy=_policy(wall_s=1.0), workers=2) as jail:
         assert jail.pool.wait_full(30)
@@ -266,7 +270,8 @@ def test_a_jail_that_sends_garbage_fails_only_its_own_runs(require_nsjail):
         real = (launcher.argv, launcher.env)
         spawned = protocol.encode(protocol.make_spawned(1)).hex()
         ready = protocol.encode(protocol.make_ready(1)).hex()
-        # From now on, new jails are hostile ones; retire one real jail so a hostile one takes its place.
+        # From now on, new jails are hostile ones; retire one real jail so a hostile one takes its
+        # place.
         launcher.argv, launcher.env = (
             [sys.executable, "-I", "-c", GARBAGE_ZYGOTE, spawned, ready],
             {},
@@ -286,8 +291,8 @@ def test_a_jail_that_sends_garbage_fails_only_its_own_runs(require_nsjail):
                 assert value == want
             else:
                 assert "the jail broke the protocol" in errors[0]["message"], errors
-        # Hostile jails retire after their one run, and never answer a ping: once the real launcher is
-        # back, the health check replaces any left idle and the pool is whole again.
+        # Hostile jails retire after their one run, and never answer a ping: once the real
+        # launcher is back, the health check replaces any left idle and the pool is whole again.
         for _ in range(10):
             assert jail.pool.wait_full(30)  # a hostile start already under way joins the pool first
             if jail.pool.ping_idle() == 2:

@@ -1,4 +1,6 @@
-"""A workspace's `.lackjail/config.toml` never chooses where a credential is sent (issue 12, class 1)."""
+"""A workspace's `.lackjail/config.toml` never chooses where a credential is sent (issue 12, class
+1).
+"""
 
 import json
 import os

@@ -1,1 +1,3 @@
-"""Kit assembly: the toolbox, kit files (workspace and bundled), and resolving any kit form to a Kit."""
+"""Kit assembly: the toolbox, kit files (workspace and bundled), and resolving any kit form to a
+Kit.
+"""

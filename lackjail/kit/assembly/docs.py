@@ -10,7 +10,9 @@ MAX_DOC_BYTES = 1 << 20
 
 
 def resolve_doc(path: str, workspace=None) -> str:
-    """The text of doc PATH (from `Kit.docs_index()`), confined to the workspace like any tool read."""
+    """The text of doc PATH (from `Kit.docs_index()`), confined to the workspace like any tool
+    read.
+    """
     root = workspace_root(workspace)
     try:
         data = read_beneath(root, path, MAX_DOC_BYTES)

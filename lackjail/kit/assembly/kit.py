@@ -12,7 +12,9 @@ from lackjail.kit.tools.toolspec import grade_of
 
 
 class Kit:
-    """Call name -> ToolSpec, the packs' descriptions, the kit's docs, and the toolbox that serves them."""
+    """Call name -> ToolSpec, the packs' descriptions, the kit's docs, and the toolbox that serves
+    them.
+    """
 
     def __init__(
         self, name: str, description: str, entries: dict, packs: dict, docs: tuple, toolbox

@@ -47,7 +47,8 @@ class KitFile:
 def check_kit_name(name) -> str:
     if not isinstance(name, str) or not KIT_NAME_RE.fullmatch(name):
         raise KitError(
-            f"kit name {name!r} is not valid; use 1-64 letters, digits, '-' or '_' (no dots or slashes)"
+            f"kit name {name!r} is not valid; use 1-64 letters, digits, '-' or '_' (no dots or "
+            "slashes)"
         )
     return name
 
@@ -65,7 +66,8 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
         end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == "---"), None)
         if end is None:
             raise KitError(
-                f"{source}:{first + 1}: the '---' frontmatter is never closed; add a '---' line after it"
+                f"{source}:{first + 1}: the '---' frontmatter is never closed; add a '---' line "
+                "after it"
             )
         for number in range(first + 1, end):
             line = lines[number].strip()
@@ -93,8 +95,8 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
             )
         if not TOOL_NAME_RE.fullmatch(entry):
             raise KitError(
-                f"{source}:{number + 1}: {entry[:80]!r} is not a tool name; write one tool name per line "
-                "(comments start with #)"
+                f"{source}:{number + 1}: {entry[:80]!r} is not a tool name; write one tool name "
+                "per line (comments start with #)"
             )
         if entry in tools:
             raise KitError(f"{source}:{number + 1}: tool '{entry}' is listed twice")
@@ -102,7 +104,8 @@ def parse_kit(text: str, source: str, name: str) -> KitFile:
     declared = meta.get("name", name)
     if declared != name:
         raise KitError(
-            f"{source}: frontmatter says name '{declared}' but the file is {name}.kit; make them match"
+            f"{source}: frontmatter says name '{declared}' but the file is {name}.kit; make them "
+            "match"
         )
     docs = tuple(d.strip() for d in meta.get("docs", "").split(",") if d.strip())
     return KitFile(

@@ -44,7 +44,8 @@ class _Builder:
             self._named(alias, target.strip(), overrides)
         else:
             raise KitError(
-                f"entry {alias or target!r} in {self.where} must be a tool name, not {type(target).__name__}"
+                f"entry {alias or target!r} in {self.where} must be a tool name, not "
+                f"{type(target).__name__}"
             )
 
     def _named(self, alias, name, overrides):
@@ -91,8 +92,8 @@ class _Builder:
         old = self.entries.get(call)
         if old is not None and old != spec:
             raise KitError(
-                f"name '{call}' in {self.where} names two different tools ('{old.name}' and '{spec.name}'); "
-                "give one an alias"
+                f"name '{call}' in {self.where} names two different tools ('{old.name}' and "
+                f"'{spec.name}'); give one an alias"
             )
         self.entries[call] = spec
 
@@ -118,8 +119,9 @@ class _Builder:
                     unknown = set(value) - set(NESTED_KEYS)
                     if unknown:
                         raise KitError(
-                            f"unknown key(s) {', '.join(sorted(map(str, unknown)))} for '{alias}' in "
-                            f"{self.where}; known keys: {', '.join(NESTED_KEYS)}"
+                            f"unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                            f"for '{alias}' in {self.where}; "
+                            f"known keys: {', '.join(NESTED_KEYS)}"
                         )
                     self.add(
                         alias,
@@ -142,7 +144,9 @@ def _override(spec: ToolSpec, overrides: dict | None, keep_description: bool) ->
 
 
 def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None = None) -> Kit:
-    """One checked Kit from any kit form; a bad kit raises KitError naming the key or tool and the fix."""
+    """One checked Kit from any kit form; a bad kit raises KitError naming the key or tool and the
+    fix.
+    """
     box = toolbox or (spec.toolbox if isinstance(spec, Kit) else None) or default_toolbox()
     folder = os.path.abspath(os.fspath(workspace)) if workspace is not None else os.getcwd()
     name, description, docs = "custom", "", ()
@@ -169,8 +173,9 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
         ):
             kits = ", ".join(n for n, _, _ in list_kits(folder)) or "none"
             raise KitError(
-                f"no kit named {spec!r} (kits in {os.path.join(folder, '.lackjail', 'kits')} and bundled: "
-                f"{kits}) and no tool or pack of that name; known tools and packs: {', '.join(box.known())}"
+                f"no kit named {spec!r} (kits in {os.path.join(folder, '.lackjail', 'kits')} "
+                f"and bundled: {kits}) and no tool or pack of that name; known tools and packs: "
+                f"{', '.join(box.known())}"
             )
         builder = _Builder(box, "kit 'custom'")
         builder.add_form(spec, "a kit")
@@ -181,7 +186,9 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
 
 
 def _is_kit_file(spec: str, folder: str) -> bool:
-    """True when SPEC names a kit file: a path ending in .kit, or a kit found in the workspace or bundled."""
+    """True when SPEC names a kit file: a path ending in .kit, or a kit found in the workspace or
+    bundled.
+    """
     if spec.endswith(".kit"):
         return True
     return bool(KIT_NAME_RE.fullmatch(spec)) and find_kit(spec, folder) is not None

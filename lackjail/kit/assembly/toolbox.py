@@ -17,7 +17,9 @@ FS_PACK = {"read": "read_file", "find": "find_files", "write": "write_file", "ed
 
 
 class Toolbox:
-    """Registered providers, tools (by tool name) and packs (by namespace); every spec is checked on entry."""
+    """Registered providers, tools (by tool name) and packs (by namespace); every spec is checked on
+    entry.
+    """
 
     def __init__(self):
         self.providers: dict = {}
@@ -74,12 +76,15 @@ class Toolbox:
         close = difflib.get_close_matches(name, self.known(), n=3)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         return KitError(
-            f"unknown tool {name!r} in {where}{hint}; known tools and packs: {', '.join(self.known())}"
+            f"unknown tool {name!r} in {where}{hint}; known tools and packs: "
+            f"{', '.join(self.known())}"
         )
 
 
 def default_toolbox() -> Toolbox:
-    """A toolbox with the builtin and python providers, the file tools, the pure jail tools and the `fs` pack."""
+    """A toolbox with the builtin and python providers, the file tools, the pure jail tools and the
+    `fs` pack.
+    """
     from lackjail.worker import puretools
 
     box = Toolbox()

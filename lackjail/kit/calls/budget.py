@@ -8,7 +8,9 @@ from lackjail.errors import LimitExceeded
 
 
 class Budget:
-    """Counters checked before each effect; a spent budget raises LimitExceeded (verdict `limit`)."""
+    """Counters checked before each effect; a spent budget raises LimitExceeded (verdict
+    `limit`).
+    """
 
     def __init__(self, limits):
         self.max_calls = limits.tool_calls
@@ -21,7 +23,8 @@ class Budget:
         with self._lock:
             if self.calls >= self.max_calls:
                 raise LimitExceeded(
-                    f"tool call budget of {self.max_calls} calls per run is spent (policy limits.tool_calls)"
+                    f"tool call budget of {self.max_calls} calls per run is spent (policy "
+                    "limits.tool_calls)"
                 )
             self.calls += 1
 
@@ -33,7 +36,8 @@ class Budget:
         with self._lock:
             if self.bytes_read + n > self.max_read:
                 raise LimitExceeded(
-                    f"reading {n} more bytes would pass the run's read budget of {self.max_read} bytes (policy limits.read_bytes)"
+                    f"reading {n} more bytes would pass the run's read budget of {self.max_read} "
+                    "bytes (policy limits.read_bytes)"
                 )
             self.bytes_read += n
 
@@ -42,14 +46,16 @@ class Budget:
         with self._lock:
             if self.bytes_written + n > self.max_write:
                 raise LimitExceeded(
-                    f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)"
+                    f"writing {n} bytes would pass the run's write budget of {self.max_write} "
+                    "bytes (policy limits.write_bytes)"
                 )
 
     def charge_write(self, n: int) -> None:
         with self._lock:
             if self.bytes_written + n > self.max_write:
                 raise LimitExceeded(
-                    f"writing {n} bytes would pass the run's write budget of {self.max_write} bytes (policy limits.write_bytes)"
+                    f"writing {n} bytes would pass the run's write budget of {self.max_write} "
+                    "bytes (policy limits.write_bytes)"
                 )
             self.bytes_written += n
 

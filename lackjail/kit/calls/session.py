@@ -67,7 +67,9 @@ class ToolSession:
         return self.budget.stats()
 
     def call(self, name, args, kwargs) -> CallOutcome:
-        """Check and run one call from the program; always returns, never raises for the program's doing."""
+        """Check and run one call from the program; always returns, never raises for the program's
+        doing.
+        """
         with self._lock:
             started = time.perf_counter()
             entry = {
@@ -101,7 +103,8 @@ class ToolSession:
         return type(name) is str and name in self._host
 
     def _dispatch(self, name, args, kwargs, entry) -> CallOutcome:
-        self.budget.charge_call()  # every call counts, unknown names too: a loop of bad calls still ends
+        # Every call counts, unknown names too: a loop of bad calls still ends.
+        self.budget.charge_call()
         if not self._known(name):
             if type(name) is str and name in self.kit.jail_tools:
                 raise ToolCallError(
@@ -133,7 +136,9 @@ class ToolSession:
         return self._run(name, spec, bound)
 
     def _rule_names(self, name, spec) -> set:
-        """Names a policy rule may use for this call: the call name, the tool's own name, its pack."""
+        """Names a policy rule may use for this call: the call name, the tool's own name, its
+        pack.
+        """
         names = {name, spec.name}
         if "." in name:
             names.add(name.partition(".")[0])
@@ -210,7 +215,9 @@ class ToolSession:
         return CallOutcome(True, value)
 
     def commit(self) -> list[str]:
-        """Apply the run's staged writes (not in dry-run mode); the workspace-relative paths written."""
+        """Apply the run's staged writes (not in dry-run mode); the workspace-relative paths
+        written.
+        """
         if self.dry_run:
             self.workspace.rollback()
             return []

@@ -42,7 +42,9 @@ _PARAM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)"
 
 
 def parse_docstring(doc: str | None) -> dict:
-    """Split a docstring into summary, use, input, output, parameters {name: (type, text)}, best_practices."""
+    """Split a docstring into summary, use, input, output, parameters {name: (type, text)},
+    best_practices.
+    """
     lines = inspect.cleandoc(doc or "").splitlines()
     out = {
         "summary": "",
@@ -142,7 +144,8 @@ def spec_from_function(
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise KitError(
-                f"tool '{name}': parameter '{param.name}' is {param.kind.description}; tools take named parameters"
+                f"tool '{name}': parameter '{param.name}' is {param.kind.description}; tools take "
+                "named parameters"
             )
         kind, text = documented.pop(param.name, (None, ""))
         args.append(

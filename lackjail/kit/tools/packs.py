@@ -33,7 +33,8 @@ class Pack:
             check_identifier(member, f"member of pack '{self.namespace}'")
             if not isinstance(spec, ToolSpec):
                 raise KitError(
-                    f"member '{member}' of pack '{self.namespace}' must be a ToolSpec, not {type(spec).__name__}"
+                    f"member '{member}' of pack '{self.namespace}' must be a ToolSpec, not "
+                    f"{type(spec).__name__}"
                 )
 
 

@@ -62,7 +62,9 @@ class BuiltinProvider:
 
 
 class PythonProvider:
-    """A function `provider_config["function"]` of module `provider_config["module"]`, imported on the host."""
+    """A function `provider_config["function"]` of module `provider_config["module"]`, imported on
+    the host.
+    """
 
     name = "python"
 
@@ -79,7 +81,8 @@ class PythonProvider:
             signature.bind(**{a.name: None for a in spec.args})
         except TypeError as exc:
             raise KitError(
-                f"tool '{spec.name}': the spec's arguments do not fit {spec.provider_config['module']}."
+                f"tool '{spec.name}': the spec's arguments do not fit "
+                f"{spec.provider_config['module']}."
                 f"{spec.provider_config.get('function', spec.name)}: {exc}"
             ) from None
 
@@ -104,11 +107,13 @@ class PythonProvider:
         function = config.get("function", spec.name.rpartition(".")[2])
         if not isinstance(module_name, str) or not MODULE_RE.fullmatch(module_name):
             raise KitError(
-                f"tool '{spec.name}': provider_config.module must be a dotted module name, not {module_name!r}"
+                f"tool '{spec.name}': provider_config.module must be a dotted module name, not "
+                f"{module_name!r}"
             )
         if not isinstance(function, str) or not function.isidentifier() or function.startswith("_"):
             raise KitError(
-                f"tool '{spec.name}': provider_config.function must be a public function name, not {function!r}"
+                f"tool '{spec.name}': provider_config.function must be a public function name, not "
+                f"{function!r}"
             )
         try:
             module = importlib.import_module(module_name)

@@ -39,7 +39,9 @@ MODULE_RE = re.compile(rf"{_IDENT}(\.{_IDENT})*")
 
 
 def check_identifier(name, what: str) -> None:
-    """Raise KitError unless NAME can be bound in a program (identifier, no keyword, no leading _)."""
+    """Raise KitError unless NAME can be bound in a program
+    (identifier, no keyword, no leading _).
+    """
     if (
         not isinstance(name, str)
         or not re.fullmatch(_IDENT, name)
@@ -47,7 +49,8 @@ def check_identifier(name, what: str) -> None:
         or name.startswith("_")
     ):
         raise KitError(
-            f"{what} {name!r} is not a usable name; use letters, digits and _ (not starting with _ or a digit)"
+            f"{what} {name!r} is not a usable name; use letters, digits and _ (not starting with _ "
+            "or a digit)"
         )
 
 
@@ -73,14 +76,17 @@ def parse_type(text: str, where: str) -> tuple[str, ...]:
         base = {"NoneType": "None", "typing.Any": "Any", "object": "Any"}.get(base, base)
         if base not in TYPES:
             raise KitError(
-                f"{where} has type {text.strip()!r}; tools take plain data: use one of {', '.join(TYPES)}"
+                f"{where} has type {text.strip()!r}; tools take plain data: use one of "
+                f"{', '.join(TYPES)}"
             )
         bases.append(base)
     return tuple(bases)
 
 
 def type_accepts(text: str, value) -> bool:
-    """True when VALUE's exact type is one the declared type allows (generic parameters are not checked)."""
+    """True when VALUE's exact type is one the declared type allows (generic parameters are not
+    checked).
+    """
     bases = parse_type(text, "argument")
     return any(TYPES[b] is None or type(value) in TYPES[b] for b in bases)
 
@@ -105,7 +111,8 @@ def _arg(value, tool: str) -> ArgSpec:
         unknown = set(value) - {"name", "type", "description", "required"}
         if unknown or "name" not in value:
             raise KitError(
-                f"argument of tool '{tool}' must have keys name, type, description, required; got {sorted(value)}"
+                f"argument of tool '{tool}' must have keys name, type, description, required; got "
+                f"{sorted(value)}"
             )
         return ArgSpec(**value)
     raise KitError(
@@ -143,13 +150,15 @@ class ToolSpec:
         name = self.name
         if not isinstance(name, str) or not TOOL_NAME_RE.fullmatch(name):
             raise KitError(
-                f"tool name {name!r} is not valid; use an identifier like 'read_file' or 'pack.member'"
+                f"tool name {name!r} is not valid; use an identifier like 'read_file' or "
+                "'pack.member'"
             )
         for part in name.split("."):
             check_identifier(part, "tool name")
         if not isinstance(self.provider, str) or not self.provider:
             raise KitError(
-                f"tool '{name}' has no provider; set provider='builtin', 'python' or a registered one"
+                f"tool '{name}' has no provider; set provider='builtin', 'python' or a registered "
+                "one"
             )
         if not isinstance(self.provider_config, (dict, MappingProxyType)):
             raise KitError(f"tool '{name}': provider_config must be a dict")
@@ -161,7 +170,8 @@ class ToolSpec:
             check_identifier(arg.name, f"argument of tool '{name}'")
             if type(arg.required) is not bool or not isinstance(arg.description, str):
                 raise KitError(
-                    f"argument '{arg.name}' of tool '{name}': required must be true/false and description a str"
+                    f"argument '{arg.name}' of tool '{name}': required must be true/false and "
+                    "description a str"
                 )
             if arg.name in seen:
                 raise KitError(f"tool '{name}' declares argument '{arg.name}' twice")
@@ -177,7 +187,8 @@ class ToolSpec:
             value = getattr(self, key)
             if type(value) is not int or not 0 <= value <= 3:
                 raise KitError(
-                    f"tool '{name}': {key} must be 0 (pure), 1 (read), 2 (scoped exec) or 3 (write), not {value!r}"
+                    f"tool '{name}': {key} must be 0 (pure), 1 (read), 2 (scoped exec) or 3 "
+                    f"(write), not {value!r}"
                 )
         timeout = self.timeout_s
         if (
@@ -186,16 +197,19 @@ class ToolSpec:
             or not 0 < timeout <= MAX_TIMEOUT_S
         ):
             raise KitError(
-                f"tool '{name}': timeout_s must be seconds in (0, {MAX_TIMEOUT_S:g}], not {timeout!r}"
+                f"tool '{name}': timeout_s must be seconds in (0, {MAX_TIMEOUT_S:g}], not "
+                f"{timeout!r}"
             )
         object.__setattr__(self, "timeout_s", float(timeout))
         if self.approval not in APPROVALS:
             raise KitError(
-                f"tool '{name}': approval must be one of {', '.join(APPROVALS)}, not {self.approval!r}"
+                f"tool '{name}': approval must be one of {', '.join(APPROVALS)}, not "
+                f"{self.approval!r}"
             )
         if self.placement not in PLACEMENTS:
             raise KitError(
-                f"tool '{name}': placement must be one of {', '.join(PLACEMENTS)}, not {self.placement!r}"
+                f"tool '{name}': placement must be one of {', '.join(PLACEMENTS)}, not "
+                f"{self.placement!r}"
             )
         if self.placement == "jail":
             self._check_jail_placement()
@@ -209,7 +223,8 @@ class ToolSpec:
         module = self.provider_config.get("module", "")
         if self.grade_w or self.effects_ceiling:
             raise KitError(
-                f"tool '{self.name}': placement 'jail' is only for pure tools (grade_w 0, effects_ceiling 0)"
+                f"tool '{self.name}': placement 'jail' is only for pure tools (grade_w 0, "
+                "effects_ceiling 0)"
             )
         if (
             self.provider != "python"
@@ -254,13 +269,15 @@ class ToolSpec:
         names = [a.name for a in self.args]
         if len(args) > len(names):
             raise ToolCallError(
-                f"{call_name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but {len(args)} were given"
+                f"{call_name}() takes {len(names)} argument(s) ({', '.join(names) or 'none'}) but "
+                f"{len(args)} were given"
             )
         bound = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in names:
                 raise ToolCallError(
-                    f"{call_name}() got an unexpected keyword argument {key[:60]!r}; it takes: {', '.join(names) or 'nothing'}"
+                    f"{call_name}() got an unexpected keyword argument {key[:60]!r}; it takes: "
+                    f"{', '.join(names) or 'nothing'}"
                 )
             if key in bound:
                 raise ToolCallError(f"{call_name}() got multiple values for argument '{key}'")
@@ -272,13 +289,16 @@ class ToolSpec:
                 continue
             if not type_accepts(arg.type, bound[arg.name]):
                 raise ToolCallError(
-                    f"{call_name}() argument '{arg.name}' must be {arg.type}, not {type(bound[arg.name]).__name__}"
+                    f"{call_name}() argument '{arg.name}' must be {arg.type}, not "
+                    f"{type(bound[arg.name]).__name__}"
                 )
         return bound
 
 
 def grade_of(specs) -> dict:
-    """Element-wise max of the tools' grades: {"w": world coupling, "d": effects ceiling}; {0, 0} for no tools."""
+    """Element-wise max of the tools' grades: {"w": world coupling, "d": effects ceiling}; {0, 0}
+    for no tools.
+    """
     specs = list(specs)
     return {
         "w": max((s.grade_w for s in specs), default=0),
