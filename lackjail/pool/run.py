@@ -72,6 +72,9 @@ class Run:
         self.limits, self.runs_per_child = limits, runs_per_child
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
         self.cancelled = False
+        # why answers can no longer reach the child (it closed its end); what it already wrote
+        # is still read, and a result among it still counts
+        self.unanswerable = ""
 
     def execute(self, wall_s: float, kill_grace: float) -> Outcome:
         """See the run through; never raises for what the jail does."""
@@ -170,6 +173,8 @@ class Run:
                 poller.unregister(child.run_out)
                 if child.frames:
                     continue
+            if self.unanswerable and not child_open:  # it closed both ends without a result
+                raise JailDied(self.unanswerable)
             if child.done is not None:
                 return self._died(child.done, wall_s)
             if jail_gone:
@@ -217,7 +222,12 @@ class Run:
         except protocol.ProtocolError as exc:
             error = f"{call['tool']}: the result cannot be sent: {exc}"
             data = protocol.encode(protocol.make_return(seq, False, None, error, reply["stop"]))
-        self._write(data, deadline)
+        if self.unanswerable:
+            return
+        try:
+            self._write(data, deadline)
+        except JailDied as exc:
+            self.unanswerable = str(exc)
 
     def _finished(self, frame: dict, run_id: str) -> Outcome:
         status, errors = frame["status"], frame["errors"]
