@@ -65,6 +65,7 @@ SPEC = {
         "params": "dict",
         "tools": "list",
         "jail_tools": "dict",
+        "language": "str",
     },
     "return": {"seq": "int", "ok": "bool", "value": "any", "error": "str?", "stop": "str?"},
     "output": {"text": "str"},

@@ -215,7 +215,9 @@ class Jail:
             if emit:
                 emit({"event": "output", "text": text})
 
-        request = Request(source, params, self._host_tools, self._jail_tools)
+        request = Request(
+            source, params, self._host_tools, self._jail_tools, self.checker.language
+        )
         try:
             outcome = self.pool.execute(
                 request, session.call if session is not None else None, on_output

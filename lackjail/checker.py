@@ -8,6 +8,7 @@ the same rules for parameter names and values.
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections.abc import Mapping
 
@@ -36,8 +37,9 @@ class Checker:
         workspace=None,
     ):
         self.policy = load_policy(policy)
-        self.language = lang.check_language(language or lang.DEFAULT_LANGUAGE)
+        self.language = lang.check_language(language or self.policy.language)
         self.tools = _tool_names(kit, workspace)
+        self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
@@ -56,6 +58,8 @@ class Checker:
             params=[n for n in names if isinstance(n, str)],
             rules=self.rules,
             limits=self.limits,
+            language=self.language,
+            hints=self.hints,
         )
         bad = self.param_errors(params)
         if not bad:
@@ -105,6 +109,25 @@ def _tool_names(kit, workspace) -> tuple:
         kit = resolve_kit(kit, workspace=workspace)
     names = kit.names if hasattr(kit, "names") else kit
     return tuple(names() if callable(names) else names)
+
+
+@functools.cache
+def bundled_hints() -> dict:
+    """Tool name -> "pass --kit K (tool is in it)", K the smallest bundled kit that has it."""
+    from lackjail.kit import KitError, resolve_kit
+    from lackjail.kit.assembly.kitfile import BUNDLED_DIR
+
+    kits = []
+    for path in sorted(BUNDLED_DIR.glob("*.kit")):
+        try:
+            kits.append((path.stem, resolve_kit(str(path)).names))
+        except KitError:  # a broken bundled kit is reported where it is used, not here
+            continue
+    hints = {}
+    for name, names in sorted(kits, key=lambda kit: len(kit[1])):
+        for tool in names:
+            hints.setdefault(tool, f"pass --kit {name} ({tool} is in it)")
+    return hints
 
 
 def check(program, kit=None, params=None, *, policy="default", language=None) -> ValidationResult:

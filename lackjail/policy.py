@@ -13,6 +13,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lackjail.lang.grammar import LANGUAGES
+
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
 ISOLATION_LEVELS = ("nsjail", "seccomp")
 MODES = ("fresh", "reuse")
@@ -76,6 +78,7 @@ class ToolRules:
 class Policy:
     name: str = "default"
     isolation: str = "nsjail"  # the level demanded; "any" allows the seccomp fallback
+    language: str = "lackpy"  # the language level programs are checked at (LANGUAGES)
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
     tools: ToolRules = field(default_factory=ToolRules)
@@ -85,7 +88,7 @@ class Policy:
 
 
 _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
-_TOP = {"name": str, "isolation": str}
+_TOP = {"name": str, "isolation": str, "language": str}
 
 
 def _check_value(key: str, value, default):
@@ -164,6 +167,11 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             raise PolicyError(
                 f"unknown policy key '{key}'; known top-level keys: {', '.join(known)}"
             )
+    if values.get("language", "lackpy") not in LANGUAGES:
+        raise PolicyError(
+            f"policy key 'language' must be one of {', '.join(LANGUAGES)}; "
+            f"not {values['language']!r}"
+        )
     if values.get("isolation", "nsjail") not in (*ISOLATION_LEVELS, "any"):
         raise PolicyError(
             f"policy key 'isolation' must be one of nsjail, seccomp, any; not {values['isolation']!r}"

@@ -83,6 +83,7 @@ SCHEMAS = {
         "params": (dict,),
         "tools": (list,),
         "jail_tools": (dict,),
+        "language": _S,
     },
     "return": {
         "seq": _I,
@@ -148,7 +149,9 @@ def make_done(gen: int, code, sig, cpu_ms: float, max_rss_kb: int) -> dict:
     }
 
 
-def make_run(run_id: str, src: str, params: dict, tools: list, jail_tools: dict) -> dict:
+def make_run(
+    run_id: str, src: str, params: dict, tools: list, jail_tools: dict, language: str
+) -> dict:
     return {
         "t": "run",
         "id": run_id,
@@ -156,6 +159,7 @@ def make_run(run_id: str, src: str, params: dict, tools: list, jail_tools: dict)
         "params": params,
         "tools": tools,
         "jail_tools": jail_tools,
+        "language": language,
     }
 
 

@@ -22,6 +22,7 @@ SAMPLES = [
         "params": {"n": 1},
         "tools": ["read_file"],
         "jail_tools": {},
+        "language": "lackpy",
     },
     {
         "t": "return",
@@ -133,7 +134,7 @@ def test_builders_make_frames_of_their_schema():
         protocol.make_spawned(1),
         protocol.make_ready(1),
         protocol.make_done(1, 0, None, 1.0, 1),
-        protocol.make_run("a", "1", {}, [], {}),
+        protocol.make_run("a", "1", {}, [], {}, "lackpy"),
         protocol.make_return(1, True, None, None, None),
         protocol.make_output("x"),
         protocol.make_call(1, "t", [], {}),

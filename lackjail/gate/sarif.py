@@ -17,7 +17,7 @@ from urllib.parse import quote
 from lackjail import __version__ as version
 from lackjail.gate.report import GateReport
 from lackjail.lang.custom_rules import SHIPPED
-from lackjail.lang.grammar import RULES
+from lackjail.lang.rulebook import RULES
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"

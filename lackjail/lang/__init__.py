@@ -5,9 +5,15 @@ jail mounts this package and validates again before it compiles anything.
 """
 
 from . import custom_rules
-from .describe import spec
+from .describe import render, spec
 from .errors import ValidationError, ValidationResult, format_error
-from .grammar import ALLOWED_BUILTINS, DEFAULT_LANGUAGE, FORBIDDEN_NAMES, LANGUAGES
+from .grammar import (
+    ALLOWED_BUILTINS,
+    DEFAULT_LANGUAGE,
+    EXCEPTION_NAMES,
+    FORBIDDEN_NAMES,
+    LANGUAGES,
+)
 from .limits import ProgramLimits
 from .source import decode_source
 from .validator import check_language, validate, validate_tree
@@ -17,6 +23,7 @@ SPEC = spec()
 __all__ = [
     "ALLOWED_BUILTINS",
     "DEFAULT_LANGUAGE",
+    "EXCEPTION_NAMES",
     "FORBIDDEN_NAMES",
     "LANGUAGES",
     "ProgramLimits",
@@ -27,6 +34,7 @@ __all__ = [
     "custom_rules",
     "decode_source",
     "format_error",
+    "render",
     "spec",
     "validate",
     "validate_tree",

@@ -1,30 +1,57 @@
-"""The language as machine-readable data (for prompts, docs and `lackjail spec`), built from the tables."""
+"""The language level as data (for prompts, docs, MCP and `lackjail spec`), built from the tables.
+
+`spec(level)` describes the level in force; `render()` turns it into text for
+people and model prompts.
+"""
 
 from .custom_rules import SHIPPED
 from .grammar import (
     ALLOWED_BUILTINS,
     ALLOWED_NODES,
+    ALTERNATIVES,
     BINARY_OPERATORS,
     BOOL_OPERATORS,
     COMPARE_OPERATORS,
+    DEFAULT_LANGUAGE,
+    EXCEPTION_NAMES,
+    EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
     FORBIDDEN_NAMES,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
     INTERNAL_ATTRIBUTE_PREFIXES,
     INTERNAL_ATTRIBUTES,
-    RULES,
     UNARY_OPERATORS,
 )
 from .limits import ProgramLimits
+from .rulebook import RULEBOOK
+from .validator import check_language
 
-LANGUAGE = "lackpy"
-VERSION = 1
+VERSION = 2
 
-SUMMARY = (
-    "lackpy is a small subset of Python 3.12: assignments, if, for (over a call or a name), "
-    "calls of kit tools, allowed builtins, parameters and methods of values, comprehensions, "
-    "f-strings, and lambda only as a key= argument. The value of the last expression is the result."
+SUMMARIES = {
+    "lackpy": (
+        "lackpy is a small subset of Python 3.12: assignments, if, for (over a call or a name), "
+        "calls of kit tools, allowed builtins, parameters and methods of values, comprehensions, "
+        "f-strings, and lambda only as a key= argument. The value of the last expression is the "
+        "result. A tool error ends the run."
+    ),
+    "extended": (
+        "lackpy extended is lackpy plus what programs usually need: def/return (no decorators), "
+        "while, try/except/else/finally with builtin exception classes by name and `as e`, "
+        "raise, assert, break/continue/pass, generator expressions, lambda anywhere, and for over "
+        "any iterable. A failed tool call raises ToolError, which `except ToolError` (or "
+        "`except Exception`) catches; a tool's stop verdict (denied, over budget) ends the run "
+        "and cannot be caught. Still not allowed: import, class, global, nonlocal, yield, "
+        "await, with, del, decorators, '_'-led and frame/code/generator attributes."
+    ),
+}
+
+UNDEFINED = (
+    "Every name a program reads is a builtin, a tool or a parameter, or is bound before it is "
+    "read: earlier in the program, earlier or later in the same loop, or (for a function, "
+    "lambda or generator body, which runs later) anywhere in an enclosing scope. Conditional "
+    "bindings count; an `except ... as e` name ends with its handler."
 )
 
 POSITIONS = (
@@ -33,13 +60,18 @@ POSITIONS = (
 )
 
 
-def spec(limits: ProgramLimits | None = None) -> dict:
-    """A fresh dict describing the language (with LIMITS, default caps if None)."""
+def spec(level: str = DEFAULT_LANGUAGE, limits: ProgramLimits | None = None) -> dict:
+    """A fresh dict describing language LEVEL ("lackpy" or "extended"), with LIMITS
+    (default caps if None). Raises ValueError for an unknown level."""
+    extended = check_language(level) == "extended"
+    nodes = ALLOWED_NODES + (EXTENDED_NODES if extended else ())
+    allowed = {node.__name__ for node in nodes}
+    forbidden = {name: text for name, text in FORBIDDEN_CONSTRUCTS.items() if name not in allowed}
     return {
-        "language": LANGUAGE,
+        "language": level,
         "version": VERSION,
-        "summary": SUMMARY,
-        "nodes": sorted(node.__name__ for node in ALLOWED_NODES),
+        "summary": SUMMARIES[level],
+        "nodes": sorted(allowed),
         "operators": {
             "binary": list(BINARY_OPERATORS.values()),
             "unary": list(UNARY_OPERATORS.values()),
@@ -48,17 +80,29 @@ def spec(limits: ProgramLimits | None = None) -> dict:
             "forbidden": list(FORBIDDEN_OPERATORS.values()),
         },
         "builtins": list(ALLOWED_BUILTINS),
+        "exceptions": list(EXCEPTION_NAMES) if extended else [],
         "forbidden_names": sorted(FORBIDDEN_NAMES),
-        "forbidden_constructs": sorted(set(FORBIDDEN_CONSTRUCTS.values())),
+        "forbidden_constructs": [
+            {"construct": text, "instead": ALTERNATIVES.get(name, "")}
+            for name, text in sorted(forbidden.items(), key=lambda item: item[1])
+        ],
         "denied_attributes": {
             "prefix": ["_", *INTERNAL_ATTRIBUTE_PREFIXES],
             "names": sorted(FORMAT_ATTRIBUTES | INTERNAL_ATTRIBUTES),
         },
-        "rules": [{"id": rule_id, "description": text} for rule_id, text in RULES.items()],
+        "names": UNDEFINED,
+        "rules": [
+            {"id": rule_id, "description": text, "rejected": bad, "accepted": good, "level": lvl}
+            for rule_id, (text, bad, good, lvl) in RULEBOOK.items()
+        ],
         "custom_rules": [{"id": rule_id, "description": text} for rule_id, text in SHIPPED.items()],
         "limits": (limits or ProgramLimits()).to_dict(),
         "positions": POSITIONS,
     }
+
+
+def _example(text) -> str:
+    return "(no short example)" if text is None else repr(text)
 
 
 def render(data: dict) -> str:
@@ -78,17 +122,33 @@ def render(data: dict) -> str:
         + [f"not allowed: {' '.join(ops['forbidden'])}"],
     )
     section("Builtins", [", ".join(data["builtins"])])
-    section("Not allowed", [", ".join(data["forbidden_constructs"])])
+    if data["exceptions"]:
+        section("Exception classes", [", ".join(data["exceptions"])])
+    section(
+        "Not allowed",
+        [
+            f"{item['construct']}" + (f" -- instead: {item['instead']}" if item["instead"] else "")
+            for item in data["forbidden_constructs"]
+        ],
+    )
     section("Forbidden names", [", ".join(data["forbidden_names"])])
     denied = data["denied_attributes"]
     section(
         "Denied attributes",
         [f"starting with: {' '.join(denied['prefix'])}", f"named: {' '.join(denied['names'])}"],
     )
-    section("Rules", [f"{rule['id']}: {rule['description']}" for rule in data["rules"]])
+    section("Names", [data["names"]])
+    rules = []
+    for rule in data["rules"]:
+        rules.append(f"{rule['id']}: {rule['description']}")
+        if rule["rejected"] is not None:
+            level = "" if rule["level"] in ("lackpy", "param") else f" ({rule['level']})"
+            rules.append(f"    rejected{level}: {_example(rule['rejected'])}")
+            rules.append(f"    accepted{level}: {_example(rule['accepted'])}")
+    section("Rules (examples assume a tool read_file and a parameter path)", rules)
     section(
         "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]
     )
-    section("ProgramLimits", [f"{name} = {value}" for name, value in data["limits"].items()])
+    section("Limits", [f"{name} = {value}" for name, value in data["limits"].items()])
     out.append(f"Positions: {data['positions']}")
     return "\n".join(out)

@@ -6,8 +6,9 @@ both read these tables, so the language is defined in exactly one place.
 
 import ast
 
-# The language levels, strictest first; `lackpy` is the default.
-LANGUAGES = ("lackpy",)
+# The language levels, strictest first; `lackpy` is the default and exactly the
+# seed's grammar; `extended` adds what models write (see EXTENDED_NODES).
+LANGUAGES = ("lackpy", "extended")
 DEFAULT_LANGUAGE = "lackpy"
 
 # Node types a program may contain. Lambda is further restricted to the value
@@ -45,6 +46,48 @@ ALLOWED_NODES = (
     ast.Lambda,
     ast.arguments,
     ast.arg,
+)
+
+# What the extended level adds. Still rejected there: import, class, global,
+# nonlocal, yield, await, with, del, match, decorators, walrus, try/except*.
+EXTENDED_NODES = (
+    ast.FunctionDef,
+    ast.Return,
+    ast.While,
+    ast.Try,
+    ast.ExceptHandler,
+    ast.Raise,
+    ast.Assert,
+    ast.Break,
+    ast.Continue,
+    ast.Pass,
+    ast.GeneratorExp,
+)
+
+# Exception classes a program at the extended level may name (catch, raise,
+# isinstance). None of them is BaseException or outside Exception, so nothing
+# here catches the runner's stop verdicts; ToolError is the jail's own.
+EXCEPTION_NAMES = (
+    "Exception",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NameError",
+    "NotImplementedError",
+    "OverflowError",
+    "RecursionError",
+    "RuntimeError",
+    "StopIteration",
+    "TypeError",
+    "UnicodeError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "ValueError",
+    "ZeroDivisionError",
+    "ToolError",
 )
 
 # Allowed operators, with their spelling for messages and the spec. No `**`
@@ -100,7 +143,7 @@ FORBIDDEN_CONSTRUCTS = {
     "Match": "'match'",
     "Raise": "'raise'",
     "Try": "'try'",
-    "TryStar": "'try'",
+    "TryStar": "'except*'",
     "Assert": "'assert'",
     "Global": "'global'",
     "Nonlocal": "'nonlocal'",
@@ -112,6 +155,32 @@ FORBIDDEN_CONSTRUCTS = {
     "Yield": "'yield'",
     "YieldFrom": "'yield from'",
     "GeneratorExp": "generator expression",
+}
+
+# What to write instead, for constructs a model reaches for. At the lackpy
+# level the constructs of EXTENDED_NODES also name `--language extended`.
+ALTERNATIVES = {
+    "While": "use for over range(...) or a tool's result",
+    "FunctionDef": "use a lambda as key= or inline the code",
+    "Return": "make the value the program's last expression",
+    "Try": "check the value first (if ... in ..., isinstance); a tool error ends the run",
+    "Raise": "end with the value or message as the last expression",
+    "Assert": "use if ... : print(...)",
+    "Pass": "leave out the empty branch or invert the if",
+    "Break": "loop over a slice or filter with a comprehension",
+    "Continue": "invert the if around the rest of the loop body",
+    "GeneratorExp": "use a list comprehension [...]",
+    "Import": "call a kit tool (`lackjail kit list`), or a builtin",
+    "ImportFrom": "call a kit tool (`lackjail kit list`), or a builtin",
+    "ClassDef": "use dicts for records",
+    "With": "call a kit tool that reads or writes",
+    "Global": "return values instead of rebinding outer names",
+    "Nonlocal": "return values instead of rebinding outer names",
+    "Yield": "build and return a list",
+    "YieldFrom": "build and return a list",
+    "Delete": "rebind the name, or build a new dict without the key",
+    "NamedExpr": "assign on a line of its own",
+    "AnnAssign": "assign without the annotation",
 }
 
 # The builtins a program may call; the worker builds its namespace from this tuple.
@@ -215,42 +284,3 @@ FORBIDDEN_NAMES = frozenset(
 FORMAT_ATTRIBUTES = frozenset({"format", "format_map"})
 INTERNAL_ATTRIBUTES = frozenset({"mro"})
 INTERNAL_ATTRIBUTE_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_")
-
-# Every rule id the validator reports, with the one-line description the spec publishes.
-RULES = {
-    "input-type": "a program is str or bytes",
-    "encoding": "a program is UTF-8 text; encoding declarations are never honoured",
-    "nul-byte": "a program contains no NUL byte",
-    "syntax": "a program parses as Python 3.12",
-    "limit-parse": "a program is simple enough for the parser (no recursion or memory blow-up)",
-    "limit-source-bytes": "a program is at most max_source_bytes bytes of UTF-8",
-    "limit-nodes": "a program has at most max_nodes AST nodes",
-    "limit-depth": "the AST nests at most max_depth levels",
-    "limit-comprehension-depth": "comprehensions and lambdas nest at most max_comprehension_depth levels",
-    "limit-literal-len": "a string or bytes constant, or a list/tuple/set/dict display, has at most max_literal_len items",
-    "limit-int-digits": "an integer literal has at most max_int_digits decimal digits",
-    "forbidden-node": "only the allowed node types appear (no import, def, class, while, try, with, ...)",
-    "forbidden-operator": "no '**', '@' or bit operators",
-    "forbidden-name": "no forbidden name appears anywhere",
-    "dunder-name": "no name or keyword argument starts with '__'",
-    "non-ascii-identifier": "identifiers are ASCII (Python would NFKC-normalise fullwidth letters)",
-    "dunder-attribute": "no attribute name starts with '_'",
-    "internal-attribute": "no frame, generator, coroutine, code, traceback or mro attribute",
-    "format-attribute": "no attribute named 'format' or 'format_map' (use f-strings)",
-    "attribute-store": "attributes are never assigned",
-    "dunder-string": "no str or bytes constant contains '__'",
-    "unknown-call": "a called name is a tool, an allowed builtin or a parameter",
-    "call-target": "only names and methods of values are called",
-    "rebind-builtin": "an allowed builtin is never bound (assignment, for, comprehension, lambda parameter)",
-    "rebind-tool": "a tool name is never bound",
-    "rebind-param": "a parameter name is never bound",
-    "lambda-position": "a lambda appears only as the value of a key= argument",
-    "lambda-args": "a key= lambda takes plain positional parameters only",
-    "key-argument": "key= of a builtin or method call is a lambda or the name of a builtin, tool or parameter",
-    "kwargs-argument": "a **mapping argument is passed only to dict() or a tool (it could carry key=)",
-    "for-iter": "a for statement iterates over a call or a name",
-    "param-name": "a parameter name is an ASCII identifier, not '_'-led, forbidden, a builtin or a tool",
-    "param-value": "a parameter value is plain data (None/bool/int/float/str/bytes/list/dict)",
-    "rule-error": "a custom rule ran without raising",
-    "internal": "the validator itself did not fail (fails closed if it does)",
-}

@@ -5,9 +5,15 @@ sees them, so an encoding declaration (`# coding: utf-7`) is never honoured:
 the parser only ever gets a str. Cheap byte checks (size, NUL) run first.
 """
 
+import re
+
 from .errors import ValidationError
 
 _BOM = "\ufeff"
+# PEP 263, as CPython's tokenizer reads it (emacs `-*- coding: x -*-`, vim
+# `fileencoding=x` and plain `coding: x` forms all match), on lines 1 and 2.
+_DECLARATION = re.compile(r"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_FIRST_LINES = re.compile(r"\r\n|\r|\n")
 
 
 class SourceError(Exception):
@@ -85,7 +91,26 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
     if text.startswith(_BOM):
         text = text[1:]
         raw = raw[3:]
+    if "coding" in text:
+        _check_declaration(text)
     return text, (raw.splitlines() if raw is not None else None)
+
+
+def _check_declaration(text: str):
+    """Reject an encoding declaration: lackjail reads UTF-8 only, but a Python that
+    reads the file later would honour it, and see another program."""
+    for number, line in enumerate(_FIRST_LINES.split(text, 2)[:2], 1):
+        found = _DECLARATION.match(line)
+        if found:
+            raise SourceError(
+                ValidationError(
+                    f"encoding declaration {found.group().strip()!r} is not allowed: "
+                    "programs are UTF-8 and nothing may read them otherwise; remove the comment",
+                    number,
+                    line.index("#") + 1,
+                    "encoding-declaration",
+                )
+            )
 
 
 def _check_size(size: int, max_bytes: int | None):

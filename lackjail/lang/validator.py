@@ -12,7 +12,11 @@ import warnings
 from .errors import ValidationError, ValidationResult
 from .grammar import (
     ALLOWED_BUILTINS,
+    ALTERNATIVES,
     BINARY_OPERATORS,
+    DEFAULT_LANGUAGE,
+    EXCEPTION_NAMES,
+    EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
     FORBIDDEN_NAMES,
     FORBIDDEN_OPERATORS,
@@ -42,6 +46,7 @@ _WARNING_MESSAGES = (
 
 _DEFAULT_LIMITS = ProgramLimits()
 _BUILTINS = frozenset(ALLOWED_BUILTINS)
+_EXCEPTIONS = frozenset(EXCEPTION_NAMES)
 _STORE = ast.Store
 _LOAD = ast.Load
 _NAME = ast.Name
@@ -53,11 +58,12 @@ class _Abort(Exception):
 
 
 class _Names:
-    """What a program may call: tools (with namespace members), parameters, builtins."""
+    """What a program may use without binding it: tools (with namespace members),
+    parameters, builtins, and at the extended level the exception classes."""
 
-    __slots__ = ("tools", "members", "params", "callable")
+    __slots__ = ("tools", "members", "params", "callable", "builtins", "known")
 
-    def __init__(self, tools, params):
+    def __init__(self, tools, params, extended=False):
         plain, members = set(), {}
         for name in tools:
             head, dot, member = name.partition(".")
@@ -70,10 +76,12 @@ class _Names:
         self.members = {ns: frozenset(m) for ns, m in members.items() if ns not in plain}
         self.tools = frozenset(plain) | frozenset(self.members)
         self.params = frozenset(params)
-        self.callable = _BUILTINS | self.tools | self.params
-
-
-_NO_NAMES = _Names((), ())
+        self.builtins = _BUILTINS | (_EXCEPTIONS if extended else frozenset())
+        self.callable = self.builtins | self.tools | self.params
+        # Names a read may skip every other check for: defined and harmless.
+        self.known = frozenset(
+            n for n in self.callable if n not in FORBIDDEN_NAMES and n[:2] != "__" and n.isascii()
+        )
 
 
 def _name_list(names, what):
@@ -90,6 +98,31 @@ def _name_list(names, what):
     return out
 
 
+_NO_NAMES = {extended: _Names((), (), extended) for extended in (False, True)}
+
+_MODULE, _FUNCTION, _COMPREHENSION = 0, 1, 2
+
+
+class _Scope:
+    """The names bound so far in one scope, and the reads still waiting for a binding.
+
+    A read of a name nothing has bound yet is not an error at once when a later
+    binding can still reach it: inside a loop (a later iteration binds it), or
+    in a function body or generator (it runs after the enclosing scope went on).
+    `loops` holds, per open loop, its waiting reads and the `finally` depth at
+    its start; `late` the reads that wait for the scope's end.
+    """
+
+    __slots__ = ("kind", "names", "loops", "late", "in_finally")
+
+    def __init__(self, kind, names=()):
+        self.kind = kind
+        self.names = set(names)
+        self.loops = []
+        self.late = []
+        self.in_finally = 0
+
+
 class _Walker:
     """One recursive pass over the tree, dispatching on node class (see _HANDLERS)."""
 
@@ -101,6 +134,11 @@ class _Walker:
         "lines",
         "nodes",
         "scope",
+        "scopes",
+        "current",
+        "extended",
+        "handlers",
+        "hints",
         "max_nodes",
         "max_depth",
         "max_scope",
@@ -108,14 +146,19 @@ class _Walker:
         "max_digits",
     )
 
-    def __init__(self, names: _Names, limits: ProgramLimits, lines):
+    def __init__(self, names: _Names, limits: ProgramLimits, lines, extended=False, hints=None):
         self.errors = []
         self.calls = set()
         self.variables = set()
         self.names = names
         self.lines = lines  # UTF-8 lines when the source is not ASCII, else None
         self.nodes = 0
-        self.scope = 0  # comprehension and lambda nesting
+        self.scope = 0  # comprehension, lambda, generator and function nesting
+        self.current = _Scope(_MODULE)
+        self.scopes = [self.current]
+        self.extended = extended
+        self.handlers = _EXTENDED_HANDLERS if extended else _HANDLERS
+        self.hints = hints or {}
         self.max_nodes = limits.max_nodes
         self.max_depth = limits.max_depth
         self.max_scope = limits.max_comprehension_depth
@@ -149,6 +192,24 @@ class _Walker:
             col += 1
         self.errors.append(ValidationError(message, line, col, rule))
 
+    def forbidden(self, node, what=None):
+        """A construct the level does not allow, with what to write instead."""
+        name = node.__class__.__name__
+        what = what or FORBIDDEN_CONSTRUCTS.get(name, name)
+        level = "the extended level" if self.extended else "lackpy"
+        message = f"{what} is not allowed in {level}"
+        instead = ALTERNATIVES.get(name)
+        if not self.extended and node.__class__ in EXTENDED_NODES:
+            instead = f"{instead}, or pass --language extended" if instead else None
+        if instead:
+            message += f": {instead}"
+        self.error(
+            "forbidden-node",
+            message,
+            getattr(node, "lineno", None),
+            getattr(node, "col_offset", None),
+        )
+
     def over_limit(self, node, depth):
         """Report the node or depth cap that NODE broke, and stop the walk."""
         if self.nodes > self.max_nodes:
@@ -178,19 +239,15 @@ class _Walker:
             self.over_limit(node, depth)
         kind = node.__class__
         if kind is _NAME and node.ctx.__class__ is _LOAD and self.lines is None:
-            # Fast path for the commonest node: reading an ordinary name in an ASCII program.
+            # Fast path for the commonest node: reading a known or bound name in an ASCII program.
             ident = node.id
-            if ident not in FORBIDDEN_NAMES and ident[:2] != "__":
+            if ident in self.names.known or (
+                ident in self.current.names and ident not in FORBIDDEN_NAMES and ident[:2] != "__"
+            ):
                 return
-        handler = _HANDLERS.get(kind)
+        handler = self.handlers.get(kind)
         if handler is None:
-            name = kind.__name__
-            self.error(
-                "forbidden-node",
-                f"{FORBIDDEN_CONSTRUCTS.get(name, name)} is not allowed in lackpy",
-                getattr(node, "lineno", None),
-                getattr(node, "col_offset", None),
-            )
+            self.forbidden(node)
         else:
             handler(self, node, depth + 1)
 
@@ -198,6 +255,77 @@ class _Walker:
         visit = self.visit
         for statement in statements:
             visit(statement, depth)
+
+    # -- scopes and the undefined-name rule -----------------------------------
+
+    def push(self, kind, node, names=()) -> bool:
+        """Open a scope for NODE; False (and an error) past the nesting cap."""
+        if self.scope >= self.max_scope:
+            self.scope_limit(node)
+            return False
+        self.scope += 1
+        self.current = _Scope(kind, names)
+        self.scopes.append(self.current)
+        return True
+
+    def pop(self):
+        """Close the innermost scope; its late reads move out to the enclosing scopes."""
+        scope = self.scopes.pop()
+        self.current = self.scopes[-1]
+        self.scope -= 1
+        for item in scope.late:
+            if item[0] not in scope.names:
+                self.resolve_late(item)
+
+    def resolve_late(self, item):
+        """A read that runs later (function, lambda, generator body): any binding of an
+        enclosing scope counts, even one after it in the text."""
+        for scope in reversed(self.scopes):
+            if item[0] in scope.names:
+                return
+            if scope.kind != _COMPREHENSION:
+                scope.late.append(item)
+                return
+
+    def read(self, ident, line, col):
+        """A read of IDENT (not a known name): bound already, or bound later where that counts."""
+        for scope in reversed(self.scopes):
+            if ident in scope.names:
+                return
+            if scope.kind != _COMPREHENSION:  # comprehensions run at once: look further out
+                self.wait(scope, (ident, line, col))
+                return
+
+    def wait(self, scope, item):
+        """ITEM is unbound in SCOPE so far: wait for its innermost loop's end or the
+        scope's end where a later binding still counts; else it is undefined."""
+        if scope.loops:
+            scope.loops[-1][0].append(item)
+        elif scope.kind == _MODULE:
+            self.undefined(item)
+        else:
+            scope.late.append(item)
+
+    def undefined(self, item):
+        ident, line, col = item
+        message = (
+            f"name {ident!r} is not defined: it is not a builtin, a tool or a parameter, "
+            "and nothing binds it before this use"
+        )
+        hint = self.hints.get(ident)
+        self.error("undefined-name", f"{message}; {hint}" if hint else message, line, col)
+
+    def loop(self, body, depth, test=None):
+        """Walk a loop's TEST and BODY; reads in them may be bound later in the loop."""
+        scope = self.current
+        scope.loops.append(([], scope.in_finally))
+        if test is not None:
+            self.visit(test, depth)
+        self.block(body, depth)
+        waiting = scope.loops.pop()[0]
+        for item in waiting:
+            if item[0] not in scope.names:
+                self.wait(scope, item)
 
     # -- identifiers -------------------------------------------------------
 
@@ -218,9 +346,7 @@ class _Walker:
             and lines[line - 1][col : col + len(ident)] == ident.encode("ascii")
         ):
             return
-        elif (
-            end is not None
-        ):  # report where the attribute name starts: after the dot and any blanks
+        elif end is not None:  # report where the attribute name starts: after the dot and blanks
             text = lines[line - 1]
             col = text.rfind(b".", 0, end) + 1
             col += len(text[col:end]) - len(text[col:end].lstrip())
@@ -241,9 +367,10 @@ class _Walker:
             )
 
     def bind(self, ident, line, col):
-        """A name being bound: never a builtin, tool or parameter (that would hide or swap a callable)."""
+        """A name being bound: never a builtin, tool or parameter (that would hide or swap a
+        callable)."""
         names = self.names
-        if ident in _BUILTINS:
+        if ident in names.builtins:
             self.error(
                 "rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col
             )
@@ -253,20 +380,54 @@ class _Walker:
             self.error("rebind-param", f"cannot bind {ident!r}: it is a parameter", line, col)
         elif self.scope == 0:
             self.variables.add(ident)
+        self.current.names.add(ident)
+
+    def bind_identifier(self, ident, line, col, what):
+        """A name bound by a parameter, a def or an `except ... as`: every identifier rule."""
+        if self.lines is not None:
+            self.ascii_identifier(ident, line, col)
+        self.check_name(ident, line, col, what)
+        self.bind(ident, line, col)
+
+    def bind_spelt(self, ident, node, before, what):
+        """Bind the name of a def or an `except ... as` (the tree has no place for it):
+        in a non-ASCII source it must be spelt in ASCII after BEFORE on a header line."""
+        line, col = node.lineno, node.col_offset
+        if self.lines is not None:
+            pattern = re.compile(before + re.escape(ident.encode("utf-8")) + rb"\b")
+            last = node.body[0].lineno if node.body else line
+            for number in range(line, min(last, len(self.lines)) + 1):
+                found = pattern.search(self.lines[number - 1], col if number == line else 0)
+                if found and ident.isascii():
+                    line, col = number, found.end() - len(ident)
+                    break
+            else:
+                self.error(
+                    "non-ascii-identifier",
+                    f"identifiers must be ASCII; {ident!r} is not spelt in ASCII here",
+                    line,
+                    col,
+                )
+        self.check_name(ident, line, col, what)
+        self.bind(ident, line, col)
 
     # -- handlers, one per allowed node class ---------------------------------
 
     def v_module(self, node, depth):
         self.block(node.body, depth)
+        scope = self.current
+        for item in scope.late:  # function bodies' reads: any module binding counts
+            if item[0] not in scope.names:
+                self.undefined(item)
 
     def v_expr(self, node, depth):
         self.visit(node.value, depth)
 
     def v_assign(self, node, depth):
         visit = self.visit
+        visit(node.value, depth)  # the value is computed before any target is bound
         for target in node.targets:
             visit(target, depth)
-        visit(node.value, depth)
 
     def v_augassign(self, node, depth):
         op = node.op.__class__
@@ -277,18 +438,35 @@ class _Walker:
                 node.lineno,
                 node.col_offset,
             )
-        self.visit(node.target, depth)
+        target = node.target
+        if target.__class__ is _NAME and target.id not in self.names.callable:
+            self.read(target.id, target.lineno, target.col_offset)  # `x += 1` reads x first
         self.visit(node.value, depth)
+        self.visit(target, depth)
 
     def v_for(self, node, depth):
         it = node.iter
-        if it.__class__ is not ast.Call and it.__class__ is not _NAME:
+        if not self.extended and it.__class__ is not ast.Call and it.__class__ is not _NAME:
             self.error(
-                "for-iter", "'for' must iterate over a call or a name", it.lineno, it.col_offset
+                "for-iter",
+                "'for' must iterate over a call or a name (the data a tool or builtin made); "
+                "name a literal first: items = [...], then for x in items",
+                it.lineno,
+                it.col_offset,
             )
-        self.visit(node.target, depth)
         self.visit(it, depth)
+        scope = self.current
+        scope.loops.append(([], scope.in_finally))
+        self.visit(node.target, depth)
         self.block(node.body, depth)
+        waiting = scope.loops.pop()[0]
+        for item in waiting:
+            if item[0] not in scope.names:
+                self.wait(scope, item)
+        self.block(node.orelse, depth)
+
+    def v_while(self, node, depth):
+        self.loop(node.body, depth, node.test)
         self.block(node.orelse, depth)
 
     def v_if(self, node, depth):
@@ -301,16 +479,23 @@ class _Walker:
         kind = func.__class__
         names = self.names
         to_tool = False
+        visit = self.visit
         if kind is _NAME:
             ident = func.id
             if ident in names.callable:
                 to_tool = ident in names.tools
-                if to_tool or ident in _BUILTINS:
+                if to_tool or ident in names.builtins:
                     self.calls.add(ident)
-            elif ident not in FORBIDDEN_NAMES and ident[:2] != "__":  # those get their own error
+                visit(func, depth)
+            elif self.extended or ident in FORBIDDEN_NAMES or ident[:2] == "__":
+                visit(func, depth)  # a bound name (function, lambda) or its own error
+            else:
+                self.name(func, False)  # unknown-call says it all: no undefined-name too
+                message = f"{ident!r} is not a tool, an allowed builtin or a parameter"
+                hint = self.hints.get(ident)
                 self.error(
                     "unknown-call",
-                    f"{ident!r} is not a tool, an allowed builtin or a parameter",
+                    f"{message}; {hint}" if hint else message,
                     func.lineno,
                     func.col_offset,
                 )
@@ -326,7 +511,8 @@ class _Walker:
                     )
                 else:
                     self.calls.add(qualified)
-        else:
+            visit(func, depth)
+        elif not self.extended:
             self.error(
                 "call-target",
                 "only tools, allowed builtins, parameters and methods can be called, "
@@ -334,8 +520,9 @@ class _Walker:
                 func.lineno,
                 func.col_offset,
             )
-        visit = self.visit
-        visit(func, depth)
+            visit(func, depth)
+        else:
+            visit(func, depth)
         for arg in node.args:
             visit(arg, depth)
         for kw in node.keywords:
@@ -350,7 +537,8 @@ class _Walker:
             self.keyword(kw, depth, to_tool)
 
     def keyword(self, node, depth, to_tool):
-        """A keyword argument; key= is where a lambda may appear, and what it may be is restricted."""
+        """A keyword argument; at the lackpy level key= is where a lambda may appear,
+        and what it may be is restricted."""
         self.enter(node, depth)
         ident = node.arg
         value = node.value
@@ -364,7 +552,7 @@ class _Walker:
                     node.lineno,
                     node.col_offset,
                 )
-            if ident == "key":
+            if ident == "key" and not self.extended:
                 if value.__class__ is _LAMBDA:
                     self.key_lambda(value, depth + 1)
                     return
@@ -386,9 +574,6 @@ class _Walker:
 
     def key_lambda(self, node, depth):
         self.enter(node, depth)
-        if self.scope >= self.max_scope:
-            self.scope_limit(node)
-            return
         args = node.args
         self.enter(args, depth + 1)
         if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults:
@@ -399,33 +584,36 @@ class _Walker:
                 node.lineno,
                 node.col_offset,
             )
-        self.scope += 1  # its parameters are local: bound, but not program variables
-        for param in args.args:
+        if not self.push(_FUNCTION, node):
+            return
+        for param in args.args:  # local: bound, but not program variables
             self.enter(param, depth + 2)
-            ident, line, col = param.arg, param.lineno, param.col_offset
-            if self.lines is not None:
-                self.ascii_identifier(ident, line, col)
-            self.check_name(ident, line, col, "parameter")
-            self.bind(ident, line, col)
+            self.bind_identifier(param.arg, param.lineno, param.col_offset, "parameter")
         self.visit(node.body, depth + 1)
-        self.scope -= 1
+        self.pop()
 
     def v_lambda(self, node, depth):
         self.error(
             "lambda-position",
-            "lambda is only allowed as the key= argument of a call",
+            "lambda is only allowed as the key= argument of a call "
+            "(or anywhere with --language extended)",
             node.lineno,
             node.col_offset,
         )
 
-    def v_name(self, node, depth):
+    def name(self, node, read=True):
         ident, line, col = node.id, node.lineno, node.col_offset
         if self.lines is not None:
             self.ascii_identifier(ident, line, col)
         if ident in FORBIDDEN_NAMES or ident[:2] == "__":  # tested here first: most names are fine
             self.check_name(ident, line, col)
-        if node.ctx.__class__ is _STORE:
+        elif node.ctx.__class__ is _STORE:
             self.bind(ident, line, col)
+        elif read and ident not in self.names.callable:
+            self.read(ident, line, col)
+
+    def v_name(self, node, depth):
+        self.name(node)
 
     def v_attribute(self, node, depth):
         attr = node.attr
@@ -508,49 +696,47 @@ class _Walker:
     def scope_limit(self, node):
         self.error(
             "limit-comprehension-depth",
-            f"comprehensions and lambdas nest more than {self.max_scope} levels; "
+            f"comprehensions, lambdas and functions nest more than {self.max_scope} levels; "
             f"the limit is {self.max_scope}",
             node.lineno,
             node.col_offset,
         )
 
-    def v_comp(self, node, depth):  # ListComp, SetComp
-        if self.scope >= self.max_scope:
-            self.scope_limit(node)
+    def generators(self, node, depth, kind, parts):
+        """A comprehension or generator expression: its first iterable is read where it
+        stands, the rest (targets, conditions, PARTS) in a scope of its own."""
+        generators = node.generators
+        self.visit(generators[0].iter, depth + 1)
+        if not self.push(kind, node):
             return
-        self.scope += 1
-        for gen in node.generators:
-            self.comprehension(gen, depth)
-        self.visit(node.elt, depth)
-        self.scope -= 1
+        visit = self.visit
+        for index, gen in enumerate(generators):
+            self.enter(gen, depth)
+            target = gen.target
+            if gen.is_async:
+                self.error(
+                    "forbidden-node",
+                    "'async for' is not allowed in lackpy",
+                    target.lineno,
+                    target.col_offset,
+                )
+            if index:
+                visit(gen.iter, depth + 1)
+            visit(target, depth + 1)
+            for cond in gen.ifs:
+                visit(cond, depth + 1)
+        for part in parts:
+            visit(part, depth)
+        self.pop()
+
+    def v_comp(self, node, depth):  # ListComp, SetComp
+        self.generators(node, depth, _COMPREHENSION, (node.elt,))
 
     def v_dictcomp(self, node, depth):
-        if self.scope >= self.max_scope:
-            self.scope_limit(node)
-            return
-        self.scope += 1
-        for gen in node.generators:
-            self.comprehension(gen, depth)
-        self.visit(node.key, depth)
-        self.visit(node.value, depth)
-        self.scope -= 1
+        self.generators(node, depth, _COMPREHENSION, (node.key, node.value))
 
-    def comprehension(self, node, depth):
-        self.enter(node, depth)
-        target = node.target
-        if node.is_async:
-            self.error(
-                "forbidden-node",
-                "'async for' is not allowed in lackpy",
-                target.lineno,
-                target.col_offset,
-            )
-        depth += 1
-        visit = self.visit
-        visit(target, depth)
-        visit(node.iter, depth)
-        for cond in node.ifs:
-            visit(cond, depth)
+    def v_genexp(self, node, depth):  # runs lazily: reads may be bound later
+        self.generators(node, depth, _FUNCTION, (node.elt,))
 
     def v_compare(self, node, depth):  # every comparison operator is allowed
         visit = self.visit
@@ -587,8 +773,8 @@ class _Walker:
         self.visit(node.right, depth)
 
     def v_ifexp(self, node, depth):
-        self.visit(node.body, depth)
         self.visit(node.test, depth)
+        self.visit(node.body, depth)
         self.visit(node.orelse, depth)
 
     def v_joinedstr(self, node, depth):
@@ -635,6 +821,140 @@ class _Walker:
                 node.col_offset,
             )
 
+    # -- the extended level ---------------------------------------------------
+
+    def arguments(self, node, args, depth):
+        """Defaults and annotations run where the function is defined; the parameters
+        are bound in its scope (the caller pushes it and binds them with `parameters`)."""
+        self.enter(args, depth)
+        visit = self.visit
+        for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+            visit(default, depth)
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        params += [a for a in (args.vararg, args.kwarg) if a is not None]
+        for param in params:
+            if param.annotation is not None:
+                visit(param.annotation, depth)
+        return params
+
+    def parameters(self, params, depth):
+        for param in params:
+            self.enter(param, depth)
+            self.bind_identifier(param.arg, param.lineno, param.col_offset, "parameter")
+
+    def v_lambda_extended(self, node, depth):
+        params = self.arguments(node, node.args, depth)
+        if self.push(_FUNCTION, node):
+            self.parameters(params, depth)
+            self.visit(node.body, depth)
+            self.pop()
+
+    def v_functiondef(self, node, depth):
+        for decorator in node.decorator_list:
+            self.error(
+                "decorator",
+                "decorators are not allowed: call the function where you need it",
+                decorator.lineno,
+                decorator.col_offset,
+            )
+        if getattr(node, "type_params", None):
+            self.forbidden(node.type_params[0], "a type parameter list")
+        params = self.arguments(node, node.args, depth)
+        if node.returns is not None:
+            self.visit(node.returns, depth)
+        # the name is bound where the def stands, after its defaults ran
+        self.bind_spelt(node.name, node, rb"def\s+", "function name")
+        if self.push(_FUNCTION, node):
+            self.parameters(params, depth)
+            self.block(node.body, depth)
+            self.pop()
+
+    def v_return(self, node, depth):
+        scope = self.current
+        if scope.kind != _FUNCTION:
+            self.misplaced(node, "'return' is only allowed inside a function")
+        elif scope.in_finally:
+            self.finally_exit(node, "return")
+        if node.value is not None:
+            self.visit(node.value, depth)
+
+    def loop_exit(self, node, word):
+        loops = self.current.loops
+        if not loops:
+            self.misplaced(node, f"'{word}' is only allowed inside a loop")
+        elif self.current.in_finally > loops[-1][1]:
+            self.finally_exit(node, word)
+
+    def v_break(self, node, depth):
+        self.loop_exit(node, "break")
+
+    def v_continue(self, node, depth):
+        self.loop_exit(node, "continue")
+
+    def v_pass(self, node, depth):
+        pass
+
+    def misplaced(self, node, message):
+        self.error("misplaced-statement", message, node.lineno, node.col_offset)
+
+    def finally_exit(self, node, word):
+        self.error(
+            "finally-exit",
+            f"'{word}' in a finally block is not allowed: it would swallow the exception "
+            "that is on its way out",
+            node.lineno,
+            node.col_offset,
+        )
+
+    def v_try(self, node, depth):
+        self.block(node.body, depth)
+        for handler in node.handlers:
+            self.handler(handler, depth)
+        self.block(node.orelse, depth)
+        scope = self.current
+        scope.in_finally += 1
+        self.block(node.finalbody, depth)
+        scope.in_finally -= 1
+
+    def handler(self, node, depth):
+        self.enter(node, depth)
+        kind = node.type
+        if kind is None:
+            self.error(
+                "except-class",
+                "a bare 'except:' is not allowed: name the classes, e.g. except Exception:",
+                node.lineno,
+                node.col_offset,
+            )
+        else:
+            for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
+                if cls.__class__ is not _NAME or cls.id not in _EXCEPTIONS:
+                    self.error(
+                        "except-class",
+                        "except names builtin exception classes (Exception, ValueError, "
+                        "KeyError, ..., ToolError), alone or in a tuple",
+                        cls.lineno,
+                        cls.col_offset,
+                    )
+            self.visit(kind, depth + 1)
+        name, scope = node.name, self.current
+        fresh = name is not None and name not in scope.names
+        if name is not None:
+            self.bind_spelt(name, node, rb"as\s+", "exception name")
+        self.block(node.body, depth + 1)
+        if fresh:  # Python deletes the name when the handler ends
+            scope.names.discard(name)
+
+    def v_raise(self, node, depth):
+        for part in (node.exc, node.cause):
+            if part is not None:
+                self.visit(part, depth)
+
+    def v_assert(self, node, depth):
+        self.visit(node.test, depth)
+        if node.msg is not None:
+            self.visit(node.msg, depth)
+
 
 _HANDLERS = {
     ast.Module: _Walker.v_module,
@@ -665,6 +985,21 @@ _HANDLERS = {
     ast.JoinedStr: _Walker.v_joinedstr,
     ast.FormattedValue: _Walker.v_formattedvalue,
     ast.Constant: _Walker.v_constant,
+}
+
+_EXTENDED_HANDLERS = {
+    **_HANDLERS,
+    ast.Lambda: _Walker.v_lambda_extended,
+    ast.FunctionDef: _Walker.v_functiondef,
+    ast.Return: _Walker.v_return,
+    ast.While: _Walker.v_while,
+    ast.Try: _Walker.v_try,
+    ast.Raise: _Walker.v_raise,
+    ast.Assert: _Walker.v_assert,
+    ast.Break: _Walker.v_break,
+    ast.Continue: _Walker.v_continue,
+    ast.Pass: _Walker.v_pass,
+    ast.GeneratorExp: _Walker.v_genexp,
 }
 
 
@@ -740,23 +1075,50 @@ def _failure(message, rule, line=None, col=None) -> ValidationResult:
 
 
 def validate(
-    source, *, tools=(), params=(), rules=(), limits: ProgramLimits | None = None
+    source,
+    *,
+    tools=(),
+    params=(),
+    rules=(),
+    limits: ProgramLimits | None = None,
+    language: str = DEFAULT_LANGUAGE,
+    hints=None,
 ) -> ValidationResult:
-    """Check SOURCE (str or bytes) against the lackpy language; never raises for any SOURCE.
+    """Check SOURCE (str or bytes) against the LANGUAGE level; never raises for any SOURCE.
 
     TOOLS are the names a program may call (kit tools; a pack namespace "fs"
     allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
-    the names the caller injects; RULES extra callables that tighten the check.
+    the names the caller injects; RULES extra callables that tighten the check;
+    HINTS maps a name the program may have meant to what to do about it (shown
+    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
     """
-    return validate_tree(source, tools=tools, params=params, rules=rules, limits=limits)[0]
+    return validate_tree(
+        source,
+        tools=tools,
+        params=params,
+        rules=rules,
+        limits=limits,
+        language=language,
+        hints=hints,
+    )[0]
 
 
-def validate_tree(source, *, tools=(), params=(), rules=(), limits: ProgramLimits | None = None):
+def validate_tree(
+    source,
+    *,
+    tools=(),
+    params=(),
+    rules=(),
+    limits: ProgramLimits | None = None,
+    language: str = DEFAULT_LANGUAGE,
+    hints=None,
+):
     """validate(), and the module AST it checked when valid (else None).
 
     The jail compiles that very tree: no second parse, and nothing but what
     was checked.
     """
+    extended = check_language(language) == "extended"
     if limits is None:
         limits = _DEFAULT_LIMITS
     try:
@@ -779,10 +1141,10 @@ def validate_tree(source, *, tools=(), params=(), rules=(), limits: ProgramLimit
     except Exception as exc:  # e.g. ValueError: whatever the parser raises is a rejection
         return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax"), None
     if tools or params:
-        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"))
+        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), extended)
     else:
-        names = _NO_NAMES
-    walker = _Walker(names, limits, lines)
+        names = _NO_NAMES[extended]
+    walker = _Walker(names, limits, lines, extended, hints)
     complete = walker.run(tree)
     if rules and complete:
         _apply_rules(rules, tree, walker)

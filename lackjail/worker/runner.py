@@ -23,12 +23,21 @@ MAX_MESSAGE = 2000
 
 
 class Stop(BaseException):
-    """Ends the run with a verdict (limit, denied, ...); programs cannot catch it."""
+    """Ends the run with a verdict (limit, denied, ...); programs cannot catch it.
+
+    `except Exception` does not catch a BaseException and the validator rejects
+    a bare or BaseException `except`; a `finally` block could still replace it
+    with another exception, so the first Stop of a run is also kept in
+    `Stop.raised` and stays the run's verdict, and no tool runs after it.
+    """
+
+    raised: list = []  # this run's stops, first first (run_one empties it)
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
+        Stop.raised.append(self)
 
 
 class ToolError(Exception):
@@ -131,6 +140,8 @@ def wire_args(args, kwargs, max_size):
 
 def make_stub(channel, out, name, counter, budget):
     def stub(*args, **kwargs):
+        if Stop.raised:  # the run has its verdict: nothing more reaches the controller
+            raise Stop.raised[0]
         out.flush()
         counter[0] += 1
         seq = counter[0]
@@ -207,11 +218,15 @@ def run_one(channel, msg, limits):
         signal.setitimer(signal.ITIMER_PROF, limits["cpu_s"])
     out = Output(channel, limits["output_bytes"])
     status, value, errors = "ok", None, []
+    Stop.raised.clear()
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
-        check, tree = lang.validate_tree(msg["src"], tools=visible, params=list(params))
+        language = msg["language"]
+        check, tree = lang.validate_tree(
+            msg["src"], tools=visible, params=list(params), language=language
+        )
         if not check.valid:
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
@@ -230,6 +245,8 @@ def run_one(channel, msg, limits):
             code = compile(tree, FILENAME, "exec", dont_inherit=True)
             namespace = {name: BUILTINS[name] for name in lang.ALLOWED_BUILTINS if name in BUILTINS}
             namespace["print"] = make_print(out)
+            if language == "extended":
+                namespace.update(EXCEPTIONS)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -258,6 +275,9 @@ def run_one(channel, msg, limits):
         errors = [
             {"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}
         ]
+    if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
+        stop = Stop.raised[0]
+        status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
@@ -279,6 +299,19 @@ def _load_builtins():
 
 
 BUILTINS = _load_builtins()
+
+
+def _load_exceptions():
+    """The exception classes a program at the extended level may name; ToolError is ours."""
+    import builtins
+
+    return {
+        name: ToolError if name == "ToolError" else getattr(builtins, name)
+        for name in lang.EXCEPTION_NAMES
+    }
+
+
+EXCEPTIONS = _load_exceptions()
 
 
 WARM_UP = """\
@@ -303,7 +336,7 @@ class _Sink:
 def warm_up(limits):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run."""
-    run_one(_Sink, protocol.make_run("warm", WARM_UP, {}, [], {}), limits)
+    run_one(_Sink, protocol.make_run("warm", WARM_UP, {}, [], {}, "lackpy"), limits)
 
 
 def serve(fd_in, fd_out, limits, gen):

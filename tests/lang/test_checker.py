@@ -107,3 +107,25 @@ def test_format_error_forms():
     )
     # control characters from a file name or a message cannot drive a terminal
     assert format_error({"message": "a\x1b[2Kb"}, "f\nx") == "f\\nx: a\\x1b[2Kb"
+
+
+def test_language_comes_from_the_policy_or_the_caller():
+    from lackjail.policy import PolicyError, policy_from_dict
+
+    program = "n = 0\nwhile n < 3:\n    n += 1"
+    assert not Checker().check(program).valid
+    assert Checker(language="extended").check(program).valid
+    extended = policy_from_dict({"language": "extended"})
+    assert extended.language == "extended"
+    assert Checker(extended).check(program).valid
+    assert not Checker(extended, language="lackpy").check(program).valid
+    with pytest.raises(PolicyError, match="'language' must be one of lackpy, extended; not 'py'"):
+        policy_from_dict({"language": "py"})
+
+
+def test_unknown_names_that_a_bundled_kit_has_say_which_kit():
+    for program in ("x = read_file('a')", "f = read_file"):
+        message = Checker().check(program).errors[0].message
+        assert message.endswith("; pass --kit readonly (read_file is in it)"), message
+    message = Checker(kit="text").check("x = read_file('a')").errors[0].message
+    assert "--kit readonly" in message

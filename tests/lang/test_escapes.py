@@ -235,30 +235,59 @@ def test_non_ascii_text_outside_identifiers_is_fine():
     assert validate("x = 'ｅｖａｌ 𝐞𝐯𝐚𝐥'  # ｅｖａｌ\nprint(x)").valid
 
 
-def test_encoding_cookie_is_never_honoured():
-    # Under utf-7 this line reads `x = '';eval(1);''`; as UTF-8 it is one harmless string.
-    raw = b"# coding: utf-7\nx = '+ACcAOw-eval(1)+ADsAJw-'\n"
-    assert raw.decode("utf-7").splitlines()[1] == "x = '';eval(1);''"  # the payload is real
-    result = validate(raw)
-    assert result.valid and result.calls == []
-    tree = ast.parse(decode_source(raw))
-    assert [type(n).__name__ for n in tree.body] == ["Assign"]
-    assert tree.body[0].value.value == "+ACcAOw-eval(1)+ADsAJw-"
-    # Compiling the bytes would honour the cookie: the jail must compile decode_source(...).
-    assert any(isinstance(n, ast.Call) for n in ast.walk(ast.parse(raw)))
+DECLARATIONS = [
+    b"# coding: utf-7\nx = '+ACcAOw-eval(1)+ADsAJw-'\n",  # under utf-7: x = '';eval(1);''
+    b"# -*- coding: latin-1 -*-\nx = 1\n",  # emacs
+    b"# vim: set fileencoding=utf-7 :\nx = 1\n",  # vim
+    b"#!/usr/bin/env python3\n# -*- coding: utf-7 -*-\nx = 1\n",  # line 2
+    b"\xef\xbb\xbf# coding: utf-7\nx = '+AF8AXw-'\n",  # after a BOM
+    b"\xef\xbb\xbf\n# coding=utf-8\nx = 1\n",  # after a BOM, line 2, even utf-8
+    b" \t\x0c#coding:utf-7\r\nx = 1\r\n",  # blanks and form feed before '#', CRLF
+    b"\r# coding: utf-7\rx = 1\r",  # old Mac line ends: line 2
+    b"#!python\n#This Python file uses the following encoding: latin-1\nx = 1",  # PEP 263's own
+]
 
 
-def test_encoding_cookie_for_a_str_program():
-    result = validate("# coding: utf-7\nx = '+AF8AXw-globals+AF8AXw-'")
-    assert result.valid  # the literal is '+AF8AXw-globals+AF8AXw-', never '__globals__'
+@pytest.mark.parametrize("raw", DECLARATIONS)
+def test_every_encoding_declaration_form_is_rejected(raw):
+    assert rules_of(raw) == {"encoding-declaration"}
+    assert rules_of(raw.decode("utf-8")) == {"encoding-declaration"}
+    with pytest.raises(ValueError, match="encoding declaration"):
+        decode_source(raw)
 
 
-def test_latin1_cookie_does_not_make_bytes_decodable():
-    assert rules_of(b"# -*- coding: latin-1 -*-\nx = '\xe9'") == {"encoding"}
+def test_every_declaration_python_honours_is_rejected():
+    import io
+    import tokenize
+
+    honoured = 0
+    for raw in DECLARATIONS:
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        except SyntaxError:  # a BOM with another declared encoding: Python refuses it too
+            continue
+        if encoding not in ("utf-8", "utf-8-sig"):
+            honoured += 1
+            assert not validate(raw).valid, raw
+    assert honoured >= 5
 
 
-def test_bom_is_accepted_and_cookie_still_ignored():
-    assert validate(b"\xef\xbb\xbf# coding: utf-7\nx = '+AF8AXw-'").valid
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1  # coding: utf-7\n",  # not a comment line: no declaration
+        "x = 1\ny = 2\n# coding: utf-7\n",  # line 3: never a declaration
+        "# encoding is UTF-8, always\nx = 1\n",
+        "x = 'coding: utf-7'\n",
+    ],
+)
+def test_coding_words_elsewhere_are_fine(source):
+    assert validate(source).valid
+
+
+def test_bytes_are_utf8_whatever_a_comment_says():
+    assert rules_of(b"# a comment\nx = '\xe9'") == {"encoding"}
+    assert validate(b"\xef\xbb\xbfx = 1").valid
     assert decode_source(b"\xef\xbb\xbfx = 1") == "x = 1"
 
 
@@ -306,7 +335,7 @@ def test_deep_nesting_under_the_size_cap():
         "x = " + "+".join(["1"] * 2000),
     ]:
         assert rules_of(source) & {"limit-depth", "limit-parse"}
-    blocks = "".join(" " * i + "if x:\n" for i in range(60)) + " " * 60 + "y = 1\n"
+    blocks = "x = 1\n" + "".join(" " * i + "if x:\n" for i in range(60)) + " " * 60 + "y = 1\n"
     assert validate(blocks).valid
     assert rules_of(blocks, limits=ProgramLimits(max_depth=50)) == {"limit-depth"}
 
@@ -336,7 +365,7 @@ def test_thirty_nested_comprehensions_rejected_quickly_without_compiling(monkeyp
 
     monkeypatch.setattr(validator_module, "compile", spy, raising=False)
     source = (
-        "x = " + "[" * 30 + "1" + " for a in b]" * 30
+        "b = [1]\nx = " + "[" * 30 + "1" + " for a in b]" * 30
     )  # compile() of this dies with SIGSEGV on 3.12.1
     result, seconds = timed(source)
     assert {e.rule for e in result.errors} == {"limit-comprehension-depth"}
@@ -345,5 +374,5 @@ def test_thirty_nested_comprehensions_rejected_quickly_without_compiling(monkeyp
 
 
 def test_nested_lambdas_count_as_comprehension_nesting():
-    source = "x = " + "sorted(a, key=lambda a: " * 10 + "a" + ")" * 10
+    source = "a = [1]\nx = " + "sorted(a, key=lambda a: " * 10 + "a" + ")" * 10
     assert rules_of(source) == {"limit-comprehension-depth"}

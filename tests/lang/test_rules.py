@@ -16,10 +16,10 @@ def test_no_loops():
 
 
 def test_max_depth_counts_if_and_for_blocks():
-    nested = "for a in b:\n    if a:\n        for c in a:\n            x = c"
+    nested = "for a in range(3):\n    if a:\n        for c in range(a):\n            x = c"
     assert placed(nested, rules.max_depth(2)) == [("max-depth", 3, 9)]
     assert placed(nested, rules.max_depth(3)) == []
-    assert placed("if a:\n    x = 1\nelif b:\n    x = 2", rules.max_depth(1)) == [
+    assert placed("if len('a'):\n    x = 1\nelif len('b'):\n    x = 2", rules.max_depth(1)) == [
         ("max-depth", 3, 1)
     ]
 
@@ -35,7 +35,9 @@ def test_max_calls():
 
 def test_no_nested_calls():
     assert placed("print(len('a'))", rules.no_nested_calls) == [("no-nested-calls", 1, 7)]
-    assert placed("print(x, sep=str(1))", rules.no_nested_calls) == [("no-nested-calls", 1, 14)]
+    assert placed("x = 1\nprint(x, sep=str(1))", rules.no_nested_calls) == [
+        ("no-nested-calls", 2, 14)
+    ]
     assert placed("n = len('a')\nprint(n)", rules.no_nested_calls) == []
 
 

@@ -8,7 +8,7 @@ import sys
 
 from lackjail.lang import ALLOWED_BUILTINS, FORBIDDEN_NAMES, SPEC, ProgramLimits, spec
 from lackjail.lang.describe import render
-from lackjail.lang.grammar import RULES
+from lackjail.lang.rulebook import RULES
 
 LANG_DIR = pathlib.Path(__file__).resolve().parents[2] / "lackjail" / "lang"
 
@@ -45,7 +45,7 @@ def test_spec_is_json_and_fresh():
     mine = spec()
     mine["builtins"].append("eval")
     assert "eval" not in spec()["builtins"] and "eval" not in SPEC["builtins"]
-    assert spec(ProgramLimits(max_depth=7))["limits"]["max_depth"] == 7
+    assert spec(limits=ProgramLimits(max_depth=7))["limits"]["max_depth"] == 7
 
 
 def test_text_rendering_names_everything():
@@ -68,7 +68,8 @@ def test_lang_imports_only_the_standard_library():
 
 
 def test_importing_lang_loads_nothing_else_from_lackjail():
-    # -I -S: no site-packages, so an editable install's path finder does not count as an import of lang's
+    # -I -S: no site-packages, so an editable install's path finder does not count as an
+    # import of lang's
     code = (
         "import sys; sys.path.insert(0, '.'); import lackjail.lang\n"
         "print(sorted(m for m in sys.modules if m.startswith('lackjail')))\n"

@@ -7,7 +7,8 @@ import pytest
 
 from lackjail.lang import ProgramLimits, ValidationError, ValidationResult, validate
 from lackjail.lang import validator as validator_module
-from lackjail.lang.grammar import ALLOWED_NODES, RULES
+from lackjail.lang.grammar import ALLOWED_NODES
+from lackjail.lang.rulebook import RULES
 
 TOOLS = ("read_file", "fs")
 PARAMS = ("path",)
@@ -158,6 +159,35 @@ REJECTED = [
     ("kwargs-argument", "x = sorted(y, **{'key': read_file})", 1, 15, {}),
     ("kwargs-argument", "y = [1]\ny.sort(**d)", 2, 8, {}),
     ("for-iter", "for a in [1, 2]:\n    b = a", 1, 10, {}),
+    ("encoding-declaration", "# -*- coding: latin-1 -*-\nx = 1", 1, 1, {}),
+    ("encoding-declaration", "#!/bin/sh\n# vim: set fileencoding=utf-8 :\nx = 1", 2, 1, {}),
+    ("undefined-name", "x = y + 1", 1, 5, {}),
+    ("undefined-name", "for a in range(2):\n    b = a\nprint(c)", 3, 7, {}),
+    ("undefined-name", "def f():\n    return g()", 2, 12, {"language": "extended"}),
+    ("decorator", "@f\ndef f():\n    return 1", 1, 2, {"language": "extended"}),
+    ("except-class", "try:\n    x = 1\nexcept:\n    x = 2", 3, 1, {"language": "extended"}),
+    (
+        "except-class",
+        "try:\n    x = 1\nexcept (ValueError, BaseException):\n    x = 2",
+        3,
+        21,
+        {"language": "extended"},
+    ),
+    ("misplaced-statement", "return 1", 1, 1, {"language": "extended"}),
+    (
+        "misplaced-statement",
+        "for i in range(2):\n    def f():\n        break",
+        3,
+        9,
+        {"language": "extended"},
+    ),
+    (
+        "finally-exit",
+        "for i in range(2):\n    try:\n        x = 1\n    finally:\n        continue",
+        5,
+        9,
+        {"language": "extended"},
+    ),
     ("for-iter", "for a in x.y:\n    b = a", 1, 10, {}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
@@ -199,7 +229,8 @@ ACCEPTED = [
     "_ = 1\nfor _ in range(2):\n    _ = _",
     "x = 'ｅｖａｌ' + 'é'\n# ｅｖａｌ in a comment\nprint(x)",
     "x = 'é'\ny = x.upper()\nlen(y)",
-    "x = isinstance(1, int)\ny = abs(round(-1.5))\nz = all([any([True])])\nstr(x) + str(y) + str(z)",
+    "x = isinstance(1, int)\ny = abs(round(-1.5))\nz = all([any([True])])\n"
+    "str(x) + str(y) + str(z)",
     "x = 1e308\ny = 1j\nz = 0x" + "f" * 80,
     "x = path\nx",
     "b'bytes' + b'\\x00'",
@@ -236,7 +267,7 @@ def test_tools_and_params_accept_a_comma_separated_string():
 
 
 def test_errors_are_sorted_by_place():
-    result = validate("x = a.__x\ny = eval\nz = 2 ** 3", tools=TOOLS)
+    result = validate("x = read_file.__x\ny = eval\nz = 2 ** 3", tools=TOOLS)
     assert [(e.line, e.rule) for e in result.errors] == [
         (1, "dunder-attribute"),
         (2, "forbidden-name"),
@@ -322,7 +353,7 @@ def test_handlers_cover_exactly_the_allowed_nodes():
 
 
 def test_parser_warnings_neither_leak_nor_reject():
-    programs = ["x = '\\d'", "y = [0x1for x in [1]]"]
+    programs = ["x = '\\d'", "x = 1\ny = [0x1for x in [1]]"]
     with warnings.catch_warnings(record=True) as caught:
         assert all(validate(p).valid for p in programs)
     assert not [w for w in caught if issubclass(w.category, SyntaxWarning)]

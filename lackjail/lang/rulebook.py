@@ -1,0 +1,226 @@
+"""Every rule id a program can be rejected by: what it asks, a rejected and an accepted example.
+
+Ids are stable: reports, SARIF and `lackjail spec` use them. An example is a
+program (checked by the tests, with a tool `read_file` and a parameter `path`,
+at LEVEL), or None where no short program shows the rule (size caps, input
+types, the validator's own failure). `param-*` examples are `--param` values.
+"""
+
+_NEST = "x = " + "[" * 9 + "1" + "".join(f" for a{i} in [1]]" for i in range(9))
+_NEST_OK = "x = " + "[" * 3 + "1" + "".join(f" for a{i} in [1]]" for i in range(3))
+
+# id: (what the rule asks, rejected example, accepted example, level of the examples)
+RULEBOOK = {
+    "input-type": ("a program is str or bytes", None, None, "lackpy"),
+    "encoding": (
+        "a program is UTF-8 text; encoding declarations are never honoured",
+        "x = '\ud800'",
+        "x = 'é'",
+        "lackpy",
+    ),
+    "encoding-declaration": (
+        "no PEP 263 encoding declaration on line 1 or 2 (any Python reading the file later "
+        "would honour it, lackjail never does)",
+        "# -*- coding: latin-1 -*-\nx = 1",
+        "# a comment\nx = 1",
+        "lackpy",
+    ),
+    "nul-byte": ("a program contains no NUL byte", "x = 1\x00", "x = 1", "lackpy"),
+    "syntax": ("a program parses as Python 3.12", "x = (1", "x = (1)", "lackpy"),
+    "limit-parse": (
+        "a program is simple enough for the parser (no recursion or memory blow-up)",
+        None,
+        None,
+        "lackpy",
+    ),
+    "limit-source-bytes": (
+        "a program is at most max_source_bytes bytes of UTF-8 (the policy's limits.program_bytes)",
+        None,
+        None,
+        "lackpy",
+    ),
+    "limit-nodes": ("a program has at most max_nodes AST nodes", None, None, "lackpy"),
+    "limit-depth": ("the AST nests at most max_depth levels", None, None, "lackpy"),
+    "limit-comprehension-depth": (
+        "comprehensions, lambdas and functions nest at most max_comprehension_depth levels",
+        _NEST,
+        _NEST_OK,
+        "lackpy",
+    ),
+    "limit-literal-len": (
+        "a str or bytes constant, or a list/tuple/set/dict display, has at most "
+        "max_literal_len items",
+        None,
+        None,
+        "lackpy",
+    ),
+    "limit-int-digits": (
+        "an integer literal has at most max_int_digits decimal digits",
+        "x = 1" + "0" * 100,
+        "x = 10",
+        "lackpy",
+    ),
+    "forbidden-node": (
+        "only the level's node types appear (lackpy: no def, while, try, import, class, ...)",
+        "n = 0\nwhile n < 3:\n    n += 1",
+        "n = 0\nfor i in range(3):\n    n += 1",
+        "lackpy",
+    ),
+    "forbidden-operator": ("no '**', '@' or bit operators", "x = 2 ** 8", "x = 2 * 2", "lackpy"),
+    "forbidden-name": (
+        "no forbidden name (eval, open, getattr, type, os, ...) appears anywhere",
+        "x = eval('1')",
+        "x = int('1')",
+        "lackpy",
+    ),
+    "dunder-name": ("no name or keyword argument starts with '__'", "__x = 1", "x = 1", "lackpy"),
+    "non-ascii-identifier": (
+        "identifiers are ASCII (Python would NFKC-normalise fullwidth letters)",
+        "café = 1",
+        "cafe = 1",
+        "lackpy",
+    ),
+    "dunder-attribute": (
+        "no attribute name starts with '_'",
+        "x = 'a'.__class__",
+        "x = isinstance('a', str)",
+        "lackpy",
+    ),
+    "internal-attribute": (
+        "no frame, generator, coroutine, code, traceback or mro attribute",
+        "x = str.mro()",
+        "x = isinstance('a', str)",
+        "lackpy",
+    ),
+    "format-attribute": (
+        "no attribute named 'format' or 'format_map' (format fields look up attributes)",
+        "x = '{}!'.format(1)",
+        "x = f'{1}!'",
+        "lackpy",
+    ),
+    "attribute-store": (
+        "attributes are never assigned",
+        "d = {}\nd.x = 1",
+        "d = {}\nd['x'] = 1",
+        "lackpy",
+    ),
+    "dunder-string": (
+        "no str or bytes constant contains '__'",
+        "x = '__import__'",
+        "x = 'import'",
+        "lackpy",
+    ),
+    "unknown-call": (
+        "a called name is a tool, an allowed builtin or a parameter (extended: or a bound name)",
+        "x = helper(1)",
+        "x = abs(1)",
+        "lackpy",
+    ),
+    "undefined-name": (
+        "a name is a builtin, a tool or a parameter, or something binds it before its use "
+        "(a later binding counts inside the same loop, and anywhere for a function body)",
+        "x = y + 1",
+        "y = 1\nx = y + 1",
+        "lackpy",
+    ),
+    "call-target": (
+        "lackpy: only names and methods of values are called",
+        "x = [len][0]('a')",
+        "x = len('a')",
+        "lackpy",
+    ),
+    "rebind-builtin": (
+        "an allowed builtin (or, extended, exception class) is never bound",
+        "len = 3",
+        "n = 3",
+        "lackpy",
+    ),
+    "rebind-tool": (
+        "a tool name is never bound",
+        "read_file = 1",
+        "text = read_file(path)",
+        "lackpy",
+    ),
+    "rebind-param": ("a parameter name is never bound", "path = 'x'", "p = path + 'x'", "lackpy"),
+    "lambda-position": (
+        "lackpy: a lambda appears only as the value of a key= argument (extended: anywhere)",
+        "f = lambda s: s",
+        "w = sorted(['b', 'a'], key=lambda s: s)",
+        "lackpy",
+    ),
+    "lambda-args": (
+        "lackpy: a key= lambda takes plain positional parameters only",
+        "w = sorted(['b'], key=lambda s=1: s)",
+        "w = sorted(['b'], key=lambda s: s)",
+        "lackpy",
+    ),
+    "key-argument": (
+        "lackpy: key= of a builtin or method call is a lambda or the name of a builtin, tool "
+        "or parameter (it is called for every item)",
+        "w = sorted(['b'], key=str.lower)",
+        "w = sorted(['b'], key=lambda s: s.lower())",
+        "lackpy",
+    ),
+    "kwargs-argument": (
+        "a **mapping argument is passed only to dict() or a tool (it could carry key=)",
+        "o = {'key': len}\nw = sorted(['b'], **o)",
+        "w = sorted(['b'], key=len)",
+        "lackpy",
+    ),
+    "for-iter": (
+        "lackpy: a for statement iterates over a call or a name, the data a tool or builtin "
+        "made; name a literal first",
+        "for x in [1, 2]:\n    print(x)",
+        "items = [1, 2]\nfor x in items:\n    print(x)",
+        "lackpy",
+    ),
+    "decorator": (
+        "extended: a function has no decorators",
+        "@cache\ndef f(x):\n    return x",
+        "def f(x):\n    return x",
+        "extended",
+    ),
+    "except-class": (
+        "extended: an except clause names builtin exception classes (or ToolError); "
+        "no bare except, no BaseException",
+        "try:\n    x = 1\nexcept:\n    x = 2",
+        "try:\n    x = 1\nexcept ValueError:\n    x = 2",
+        "extended",
+    ),
+    "misplaced-statement": (
+        "extended: return is inside a function, break and continue inside a loop",
+        "return 1",
+        "def f():\n    return 1",
+        "extended",
+    ),
+    "finally-exit": (
+        "extended: no return, break or continue in a finally block (it would swallow "
+        "any exception, stop verdicts included)",
+        "def f():\n    try:\n        return 1\n    finally:\n        return 2",
+        "def f():\n    try:\n        return 1\n    finally:\n        print('done')",
+        "extended",
+    ),
+    "param-name": (
+        "a parameter name is an ASCII identifier, not '_'-led, not forbidden, no builtin or tool",
+        "--param _x=1",
+        "--param x=1",
+        "param",
+    ),
+    "param-value": (
+        "a parameter value is plain data (None/bool/int/float/str/bytes/list/dict, ints "
+        "within 64 bits)",
+        "--param n=18446744073709551616",
+        "--param n=1",
+        "param",
+    ),
+    "rule-error": ("a custom rule ran without raising", None, None, "lackpy"),
+    "internal": (
+        "the validator itself did not fail (fails closed if it does)",
+        None,
+        None,
+        "lackpy",
+    ),
+}
+
+# id -> what the rule asks (SARIF, the gate, `lackjail spec`).
+RULES = {rule_id: entry[0] for rule_id, entry in RULEBOOK.items()}
