@@ -43,6 +43,8 @@ class Checker:
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
+        if self.language == "extended":
+            self.reserved |= frozenset(lang.EXCEPTION_NAMES)
 
     def check(self, program, params=None) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
