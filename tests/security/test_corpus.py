@@ -10,6 +10,7 @@ not ASCII-compatible):
     # value: the JSON value a contained run must produce
     # forbidden: workspace-relative paths that must not exist afterwards
     # params: JSON object of run parameters
+    # language: the level the case is checked and run at (default lackpy)
 
 Rejected: `lang.validate` says invalid and `Jail.run` answers "invalid" without running anything.
 Contained: the program runs in the real jail (kit: read_file, find_files, write_file, edit_file over
@@ -43,7 +44,7 @@ from lackjail.policy import load_policy
 CORPUS = Path(__file__).parent / "corpus"
 KIT = "read_file,find_files,write_file,edit_file"
 KIT_TOOLS = ("read_file", "find_files", "write_file", "edit_file")
-META = re.compile(rb"^# (expect|advisory|status|value|forbidden|params|note): (.*)$", re.M)
+META = re.compile(rb"^# (expect|advisory|status|value|forbidden|params|note|language): (.*)$", re.M)
 FAMILIES = (
     "dunder",
     "format",
@@ -54,6 +55,7 @@ FAMILIES = (
     "tool_returns",
     "paths",
     "resources",
+    "extended",
 )
 
 
@@ -178,7 +180,8 @@ def world(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def jail(require_nsjail, world):
+def jails(require_nsjail, world):
+    """One jail per language level, over the same workspace and limits."""
     base = load_policy("default")
     limits = base.limits.__class__(
         wall_s=4.0,
@@ -189,11 +192,23 @@ def jail(require_nsjail, world):
         tool_calls=1000,
     )
     world.reset_workspace()
-    with Jail(
-        policy=base.replace(limits=limits), kit=KIT, workers=2, workspace=str(world.workspace)
-    ) as j:
-        assert j.pool.wait_full(30)
-        yield j
+    policy = base.replace(limits=limits)
+    with (
+        Jail(policy=policy, kit=KIT, workers=2, workspace=str(world.workspace)) as lackpy,
+        Jail(
+            policy=policy.replace(language="extended"),
+            kit=KIT,
+            workers=1,
+            workspace=str(world.workspace),
+        ) as extended,
+    ):
+        assert lackpy.pool.wait_full(30) and extended.pool.wait_full(30)
+        yield {"lackpy": lackpy, "extended": extended}
+
+
+@pytest.fixture(scope="module")
+def jail(jails):
+    return jails["lackpy"]
 
 
 # -- what "contained" means, checked from outside ------------------------------------
@@ -275,9 +290,11 @@ def assert_no_leak(world, result, forbidden_rel: list[str]):
 
 
 @pytest.mark.parametrize("case", REJECTED, ids=[c["name"] for c in REJECTED])
-def test_rejected(jail, case):
+def test_rejected(jails, case):
+    language = case.get("language", "lackpy")
+    jail = jails[language]
     params = json.loads(case.get("params", "{}"))
-    check = lang.validate(case["source"], tools=KIT_TOOLS, params=list(params))
+    check = lang.validate(case["source"], tools=KIT_TOOLS, params=list(params), language=language)
     result = jail.run(case["source"], params=params)
     assert result.status == "invalid", (result.status, result.errors, result.output)
     assert result.errors and all(e.get("message") for e in result.errors)
@@ -287,11 +304,13 @@ def test_rejected(jail, case):
 
 
 @pytest.mark.parametrize("case", CONTAINED, ids=[c["name"] for c in CONTAINED])
-def test_contained(jail, world, case):
+def test_contained(jails, world, case):
     world.reset_workspace()
+    language = case.get("language", "lackpy")
+    jail = jails[language]
     params = json.loads(case.get("params", "{}"))
     source = world.fill(case["source"])
-    check = lang.validate(source, tools=KIT_TOOLS, params=list(params))
+    check = lang.validate(source, tools=KIT_TOOLS, params=list(params), language=language)
     assert check.valid, (
         f"a contained case must reach the jail: {[e.to_dict() for e in check.errors]}"
     )
