@@ -1,4 +1,4 @@
-"""Programs as models write them, at the extended level: in the real jail they give what plain Python gives.
+"""Programs as models write them, at the extended level: the jail gives what plain Python gives.
 
 Each program runs twice: in the jail (kit `readonly` over a small workspace)
 and in plain CPython with the same tools written as plain functions. The

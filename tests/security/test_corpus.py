@@ -1,4 +1,4 @@
-"""The escape corpus: every program in corpus/ is rejected or contained, checked from outside the jail.
+"""The escape corpus: every program in corpus/ is rejected or contained, checked from outside.
 
 Each `corpus/<family>/<name>.lackpy` is one program. Metadata lines (`# key: value`, anywhere in the
 file, so an encoding declaration can stay on line 1; or in `<name>.lackpy.meta` for files that are
