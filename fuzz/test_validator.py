@@ -210,7 +210,7 @@ def checked(source) -> ValidationResult:
     for error in result.errors:
         assert isinstance(error.message, str) and error.message
         assert error.line is None or error.line >= 1
-        assert error.col is None or error.col >= 0
+        assert error.col is None or error.col >= 1  # 1-based
     if result.valid:
         assert_obeys_language(source)
         assert set(result.calls) <= CALLABLE | {c for c in result.calls if c.startswith("fs.")}
@@ -469,3 +469,203 @@ def mutated_escapes(draw):
 @given(mutated_escapes(), st.booleans())
 def test_mutated_escapes(source, as_bytes):
     checked(source.encode("utf-8", "surrogatepass") if as_bytes else source)
+
+
+# -- the extended level ---------------------------------------------------------------
+
+EXTENDED_NODES = ALLOWED_NODES | {
+    "FunctionDef",
+    "Return",
+    "While",
+    "Try",
+    "ExceptHandler",
+    "Raise",
+    "Assert",
+    "Break",
+    "Continue",
+    "Pass",
+    "GeneratorExp",
+}
+EXCEPTIONS = {
+    "Exception",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NameError",
+    "NotImplementedError",
+    "OverflowError",
+    "RecursionError",
+    "RuntimeError",
+    "StopIteration",
+    "TypeError",
+    "UnicodeError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "ValueError",
+    "ZeroDivisionError",
+    "ToolError",
+}
+BOUND_NEVER = CALLABLE | EXCEPTIONS | DANGEROUS
+
+
+def _exits_in_finally(statements, in_loop=False):
+    """A return, or a break/continue of a loop outside the block, anywhere in STATEMENTS."""
+    for node in statements:
+        if isinstance(node, ast.Return):
+            return True
+        if isinstance(node, (ast.Break, ast.Continue)) and not in_loop:
+            return True
+        if isinstance(node, ast.FunctionDef):
+            continue
+        loop = isinstance(node, (ast.For, ast.While))
+        blocks = [getattr(node, field, []) for field in ("body", "orelse", "finalbody")]
+        blocks += [handler.body for handler in getattr(node, "handlers", [])]
+        for index, block in enumerate(blocks):
+            if _exits_in_finally(block, in_loop or (loop and index == 0)):
+                return True
+    return False
+
+
+def assert_obeys_extended(source):
+    """The naive checker for the extended level."""
+    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    text = text.removeprefix("\ufeff")
+    tree = ast.parse(text)
+    compile(tree, "<fuzz>", "exec")  # return/break/continue placed where Python allows them
+    for node in ast.walk(tree):
+        assert type(node).__name__ in EXTENDED_NODES, ast.dump(node)
+        if isinstance(node, ast.Attribute):
+            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in (
+                "format",
+                "format_map",
+                "mro",
+            )
+            assert not isinstance(node.ctx, ast.Store)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, (str, bytes)):
+                assert ("__" if isinstance(node.value, str) else b"__") not in node.value
+        elif isinstance(node, ast.Name):
+            assert node.id not in DANGEROUS and not node.id.startswith("__")
+            if isinstance(node.ctx, ast.Store):
+                assert node.id not in BOUND_NEVER
+        elif isinstance(node, ast.arg):
+            assert node.arg not in BOUND_NEVER and not node.arg.startswith("__")
+        elif isinstance(node, ast.FunctionDef):
+            assert not node.decorator_list and node.name not in BOUND_NEVER
+        elif isinstance(node, ast.ExceptHandler):
+            assert node.type is not None, "a bare except catches the stop verdicts"
+            kinds = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+            assert all(isinstance(k, ast.Name) and k.id in EXCEPTIONS for k in kinds)
+            assert node.name is None or node.name not in BOUND_NEVER
+        elif isinstance(node, ast.Try):
+            assert not _exits_in_finally(node.finalbody), "finally would swallow a stop"
+        elif isinstance(node, ast.Call):
+            func = node.func
+            owner = func.value if isinstance(func, ast.Attribute) else func
+            to_tool = isinstance(owner, ast.Name) and owner.id in TOOLS
+            for kw in node.keywords:
+                if kw.arg is None:
+                    assert to_tool or (isinstance(func, ast.Name) and func.id == "dict")
+
+
+def checked_extended(source) -> ValidationResult:
+    started = time.perf_counter()
+    result = validate(source, tools=TOOLS, params=PARAMS, language="extended")
+    assert time.perf_counter() - started < TIME_BOUND
+    assert result.valid == (not result.errors)
+    assert not [e for e in result.errors if e.rule == "internal"], result.errors
+    for error in result.errors:
+        assert error.line is None or error.line >= 1
+        assert error.col is None or error.col >= 1
+    if result.valid:
+        assert_obeys_extended(source)
+        # what lackpy accepts, extended accepts too
+    if validate(source, tools=TOOLS, params=PARAMS).valid:
+        assert result.valid, result.errors
+    return result
+
+
+EXCEPT_TYPES = mostly(
+    ["ValueError", "Exception", "(KeyError, IndexError)", "ToolError", "ZeroDivisionError"],
+    ["", "BaseException", "KeyboardInterrupt", "(ValueError, SystemExit)", "x", "GeneratorExit"],
+)
+
+
+def _extended_statements(expr):
+    simple = st.one_of(
+        st.tuples(st.sampled_from(["x", "y", "words"]), expr).map(lambda t: f"{t[0]} = {t[1]}"),
+        expr,
+        mostly(["pass", "break", "continue", "return x", "raise ValueError('v')"], ["del x"]),
+        expr.map(lambda e: f"assert {e}, 'msg'"),
+    )
+    body = st.lists(simple, min_size=1, max_size=3).map(lambda ls: "\n".join(ls))
+
+    def indent(text, n=4):
+        return "\n".join(" " * n + line for line in text.splitlines())
+
+    return st.one_of(
+        simple,
+        st.tuples(
+            mostly(["", "@print\n"], ["@print\n"]), mostly(["f", "g"], ["len", "__f"]), body
+        ).map(lambda t: f"{t[0]}def {t[1]}(x, y=1, *r, **k):\n{indent(t[2])}"),
+        st.tuples(expr, body).map(lambda t: f"while {t[0]}:\n{indent(t[1])}"),
+        st.tuples(expr, body).map(lambda t: f"for x in {t[0]}:\n{indent(t[1])}"),
+        st.tuples(body, EXCEPT_TYPES, mostly([" as e", ""], [" as len"]), body, body).map(
+            lambda t: (
+                f"try:\n{indent(t[0])}\nexcept {t[1]}{t[2]}:\n{indent(t[3])}"
+                f"\nfinally:\n{indent(t[4])}"
+            )
+        ),
+        expr.map(lambda e: f"g = (a + {e} for a in range(3))"),
+        expr.map(lambda e: f"h = lambda a, b=2: ({e}, a, b)"),
+        st.tuples(body, expr).map(
+            lambda t: f"def f(x):\n    for a in x:\n{indent(t[0], 8)}\n    return {t[1]}"
+        ),
+    )
+
+
+# The names the expressions read, bound first (else most programs are undefined-name errors).
+EXTENDED_PROGRAMS = st.lists(_extended_statements(_expressions()), min_size=1, max_size=4).map(
+    lambda statements: "x = y = _ = words = a = 1\n" + "\n".join(statements)
+)
+
+
+@FUZZ
+@given(EXTENDED_PROGRAMS)
+def test_generated_extended_programs(source):
+    result = checked_extended(source)
+    assert checked_extended(source + "\n# é ｅｖａｌ").valid == result.valid
+
+
+@FUZZ
+@given(PROGRAMS)
+def test_lackpy_programs_at_the_extended_level(source):
+    checked_extended(source)
+
+
+@SLOW_FUZZ
+@given(hypothesmith.from_grammar())
+def test_generated_python_at_the_extended_level(source):
+    checked_extended(source)
+
+
+@FUZZ
+@given(st.text())
+def test_arbitrary_text_at_the_extended_level(source):
+    checked_extended(source)
+
+
+def test_the_extended_generator_reaches_accepted_programs():
+    found = find(
+        EXTENDED_PROGRAMS,
+        lambda s: (
+            validate(s, tools=TOOLS, params=PARAMS, language="extended").valid
+            and "except" in s
+            and "def " in s
+        ),
+        settings=settings(max_examples=5000, deadline=None, database=None),
+    )
+    assert_obeys_extended(found)
