@@ -1,4 +1,4 @@
-"""Runner differential: a valid lackpy program gives the same answer in the jail as in plain CPython.
+"""Runner differential: a valid program gives the same answer in the jail as in plain CPython.
 
 Programs come from a typed generator (arithmetic, strings, lists, dicts,
 comprehensions, for, if, key= lambdas, f-strings, %-formatting, method
@@ -6,7 +6,8 @@ calls, builtins) and, for odd spellings, from hypothesmith; only programs the
 validator accepts are kept. Each runs
 
 - in the real jail through the library (`Jail.run`, reuse mode for speed,
-  and a share in fresh mode), and
+  a share in fresh mode, and a share at the extended level, the typed programs
+  reshaped into functions, try blocks, while loops and generator expressions), and
 - in a reference CPython process of the same interpreter with the same
   restricted namespace, written here independently of the runner:
   `__builtins__` empty, only `lang.ALLOWED_BUILTINS`, the real `print`
@@ -117,7 +118,12 @@ REFERENCE = textwrap.dedent(r'''
             raise Heavy("big")
         return wire_str(s)
 
-    def run(src, params):
+    class ToolError(Exception):
+        pass
+
+    EXCEPTIONS = {name: getattr(builtins, name, ToolError) for name in json.loads(sys.argv[2])}
+
+    def run(src, params, language):
         buf = io.StringIO()
 
         def print(*args, **kwargs):
@@ -125,6 +131,8 @@ REFERENCE = textwrap.dedent(r'''
 
         ns = {name: getattr(builtins, name) for name in NAMES if hasattr(builtins, name)}
         ns["print"] = print
+        if language == "extended":
+            ns.update(EXCEPTIONS)
         ns.update(params)
         ns["__builtins__"] = {}
         tree = ast.parse(src, FILENAME)
@@ -164,7 +172,7 @@ REFERENCE = textwrap.dedent(r'''
             break
         req = msgpack.unpackb(rin.read(struct.unpack(">I", head)[0]), raw=False, strict_map_key=False)
         try:
-            reply = run(req["src"], req["params"])
+            reply = run(req["src"], req["params"], req["language"])
         except BaseException as exc:  # the reference itself must answer, whatever happened
             reply = {"status": "heavy", "why": "reference: " + repr(exc)[:200]}
         body = msgpack.packb(reply, use_bin_type=True)
@@ -181,16 +189,25 @@ class Reference:
 
     def _start(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", REFERENCE, json.dumps(list(lang.ALLOWED_BUILTINS))],
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                REFERENCE,
+                json.dumps(list(lang.ALLOWED_BUILTINS)),
+                json.dumps(list(lang.EXCEPTION_NAMES)),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
 
-    def run(self, src: str, params: dict) -> dict:
+    def run(self, src: str, params: dict, language: str = "lackpy") -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        body = msgpack.packb({"src": src, "params": params}, use_bin_type=True)
+        body = msgpack.packb(
+            {"src": src, "params": params, "language": language}, use_bin_type=True
+        )
         try:
             self.proc.stdin.write(struct.pack(">I", len(body)) + body)
             self.proc.stdin.flush()
@@ -228,6 +245,15 @@ def reuse_jail(require_nsjail):
 
 
 @pytest.fixture(scope="module")
+def extended_jail(require_nsjail):
+    from lackjail.api import Jail
+
+    with Jail(workers=2, mode="reuse", language="extended") as jail:
+        jail.pool.wait_full(30)
+        yield jail
+
+
+@pytest.fixture(scope="module")
 def fresh_jail(require_nsjail):
     from lackjail.api import Jail
 
@@ -255,10 +281,10 @@ def _norm(value):
     return value
 
 
-def compare(jail, reference, src: str, params: dict):
-    check = lang.validate(src, params=list(params))
+def compare(jail, reference, src: str, params: dict, language: str = "lackpy"):
+    check = lang.validate(src, params=list(params), language=language)
     assume(check.valid)
-    ref = reference.run(src, params)
+    ref = reference.run(src, params, language)
     if ref["status"] == "heavy":
         event("skipped: reference hit a resource bound")
         note(f"reference: {ref['why']}")
@@ -688,3 +714,63 @@ def _hypothesmith_programs():
 def test_grammar_generated_programs_agree(reuse_jail, reference, src):
     """Odd spellings the typed generator never writes: \\r\\n, form feeds, `;`, comments, continuation."""
     compare(reuse_jail, reference, src, {})
+
+
+# -- the extended level: the typed programs, reshaped the way models write them ----
+
+
+def _split_last(src: str):
+    """(body lines, last expression or None) of a generated program."""
+    import ast
+
+    lines = src.rstrip("\n").split("\n")
+    tree = ast.parse(src)
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr) and last.lineno == last.end_lineno == len(lines):
+        return lines[:-1], lines[-1]
+    return lines, None
+
+
+def _indent(lines, n=4):
+    return [" " * n + line for line in lines] or [" " * n + "pass"]
+
+
+CAUGHT = "(ValueError, TypeError, ZeroDivisionError, KeyError, IndexError, AttributeError)"
+
+
+@st.composite
+def extended_programs(draw):
+    """A typed program inside a function, a try, a bounded while, or with generator
+    expressions and lambdas added: what the extended level adds, on programs whose
+    plain-Python answer is known to be computable."""
+    src, params = draw(programs())
+    body, last = _split_last(src)
+    shape = draw(st.sampled_from(["function", "try", "while", "generators"]))
+    if shape == "function":
+        lines = ["def main(k=1, *rest):", *_indent(body)]
+        lines += [f"    return {last}" if last else "    return None", "main()"]
+    elif shape == "try":
+        lines = ["try:", *_indent(body), f"except {CAUGHT} as err:", "    print('caught', err)"]
+        lines += ["else:", "    print('no error')", "finally:", "    print('done')"]
+        lines += [last] if last else []
+    elif shape == "while":
+        lines = ["rounds = 0", "while rounds < 3:", "    rounds += 1", "    if rounds == 2:"]
+        lines += ["        continue", *_indent(body), "    if rounds > 2:", "        break"]
+        lines += ["else:", "    pass"] + ([last] if last else [])
+    else:
+        lines = [*body, "g = sum(n * 2 for n in range(5) if n % 2)", "h = lambda a, b=2: a * b"]
+        lines += ["pairs = list((a, h(a)) for a in range(3))"]
+        lines += [f"[{last}, g, pairs]" if last else "[g, pairs]"]
+    return "\n".join(lines) + "\n", params
+
+
+@settings(max_examples=share(0.5), suppress_health_check=SLOW_OK)
+@given(extended_programs())
+@example(("def f(n):\n    return 1 if n < 2 else n * f(n - 1)\nf(10)\n", {}))
+@example(("try:\n    x = [1][3]\nexcept IndexError as e:\n    x = str(e)\nx\n", {}))
+@example(("def f():\n    raise ValueError('no')\nf()\n", {}))
+@example(("n = 0\nwhile True:\n    n += 1\n    if n > 4:\n        break\nn\n", {}))
+@example(("assert 1 > 2, 'math'\n", {}))
+def test_extended_programs_agree(extended_jail, reference, case):
+    src, params = case
+    compare(extended_jail, reference, src, params, "extended")

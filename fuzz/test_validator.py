@@ -1,4 +1,4 @@
-"""Fuzzing the validator: it never raises, answers quickly, and whatever it accepts obeys the language.
+"""Fuzzing the validator: it never raises, answers quickly, and what it accepts obeys the language.
 
 The invariants are checked by a naive, independent checker (ast.walk over a
 freshly parsed tree, with its own statement of the rules), never by the
@@ -200,7 +200,8 @@ def assert_obeys_language(source):
 
 
 def checked(source) -> ValidationResult:
-    """Validate SOURCE: no exception, within the time bound, a coherent result; check what it accepts."""
+    """Validate SOURCE: no exception, within the time bound, a coherent result; check what it
+    accepts."""
     started = time.perf_counter()
     result = validate(source, tools=TOOLS, params=PARAMS)
     assert time.perf_counter() - started < TIME_BOUND
