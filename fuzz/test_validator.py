@@ -26,7 +26,8 @@ FUZZ = settings(
 )
 # hypothesmith spends 0.1-0.5 s making each example: those suites take a share of the budget.
 SLOW_FUZZ = settings(FUZZ, max_examples=max(10, EXAMPLES // 4))
-TIME_BOUND = 1.0  # seconds per validate() call
+# CPU seconds per validate() call: CPU, not wall time, so a loaded machine cannot fail it.
+TIME_BOUND = 1.0
 
 TOOLS = ("read_file", "fs")
 PARAMS = ("path",)
@@ -207,9 +208,9 @@ def assert_obeys_language(source):
 def checked(source) -> ValidationResult:
     """Validate SOURCE: no exception, within the time bound, a coherent result; check what it
     accepts."""
-    started = time.perf_counter()
+    started = time.thread_time()
     result = validate(source, tools=TOOLS, params=PARAMS)
-    assert time.perf_counter() - started < TIME_BOUND
+    assert time.thread_time() - started < TIME_BOUND
     assert isinstance(result, ValidationResult)
     assert result.valid == (not result.errors)
     assert not [e for e in result.errors if e.rule == "internal"], result.errors
@@ -578,9 +579,9 @@ def assert_obeys_extended(source):
 
 
 def checked_extended(source) -> ValidationResult:
-    started = time.perf_counter()
+    started = time.thread_time()
     result = validate(source, tools=TOOLS, params=PARAMS, language="extended")
-    assert time.perf_counter() - started < TIME_BOUND
+    assert time.thread_time() - started < TIME_BOUND
     assert result.valid == (not result.errors)
     assert not [e for e in result.errors if e.rule == "internal"], result.errors
     for error in result.errors:
