@@ -105,7 +105,7 @@ class Run:
                     "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
                 )
             )
-        if self.verdict:  # even when the program says ok: its level may catch and carry on
+        if self.verdict and outcome.status != "ok":
             outcome.status, message = self.verdict
             outcome.errors = [_msg(message or outcome.status)]
             outcome.value = None
