@@ -78,7 +78,8 @@ REFERENCE = textwrap.dedent(r'''
             return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
     def plain(v, depth=0, size=None):
-        """The documented shape of a result value: plain data, tuples/sets as lists, others as repr."""
+        """The documented shape of a result value: plain data, tuples/sets as lists,
+        others as repr."""
         size = size if size is not None else [0]
         if depth > HEAVY_DEPTH:
             raise Heavy("deep")
@@ -146,7 +147,8 @@ REFERENCE = textwrap.dedent(r'''
             try:
                 exec(compile(tree, FILENAME, "exec", dont_inherit=True), ns)
                 if last is not None:
-                    value = eval(compile(ast.Expression(last), FILENAME, "eval", dont_inherit=True), ns)
+                    code = compile(ast.Expression(last), FILENAME, "eval", dont_inherit=True)
+                    value = eval(code, ns)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             value = plain(value)
@@ -159,18 +161,27 @@ REFERENCE = textwrap.dedent(r'''
                 if fs.filename == FILENAME:
                     line, col = fs.lineno, fs.colno
             if col is not None:  # lackjail's columns: 1-based, in characters
-                col = len(src.encode("utf-8").splitlines()[line - 1][:col].decode("utf-8", "replace")) + 1
+                text = src.encode("utf-8").splitlines()[line - 1][:col]
+                col = len(text.decode("utf-8", "replace")) + 1
         output = wire_str(buf.getvalue())
         if len(output) > HEAVY_BYTES or time.process_time() - cpu > HEAVY_CPU_S:
             return {"status": "heavy", "why": "output or cpu"}
-        return {"status": status, "value": value, "output": output, "message": message, "line": line, "col": col}
+        return {
+            "status": status,
+            "value": value,
+            "output": output,
+            "message": message,
+            "line": line,
+            "col": col,
+        }
 
     rin, rout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         head = rin.read(4)
         if len(head) < 4:
             break
-        req = msgpack.unpackb(rin.read(struct.unpack(">I", head)[0]), raw=False, strict_map_key=False)
+        body = rin.read(struct.unpack(">I", head)[0])
+        req = msgpack.unpackb(body, raw=False, strict_map_key=False)
         try:
             reply = run(req["src"], req["params"], req["language"])
         except BaseException as exc:  # the reference itself must answer, whatever happened
@@ -309,7 +320,7 @@ def compare(jail, reference, src: str, params: dict, language: str = "lackpy"):
 
 # -- the program generator -----------------------------------------------------
 
-I, F, S, B, LI, LS, D, X = (
+I, F, S, B, LI, LS, D, X = (  # noqa: E741 (type tags, read as a table)
     "int",
     "float",
     "str",
@@ -712,7 +723,8 @@ def _hypothesmith_programs():
 @settings(max_examples=share(0.25), suppress_health_check=SLOW_OK)
 @given(_hypothesmith_programs())
 def test_grammar_generated_programs_agree(reuse_jail, reference, src):
-    """Odd spellings the typed generator never writes: \\r\\n, form feeds, `;`, comments, continuation."""
+    """Odd spellings the typed generator never writes: \\r\\n, form feeds, `;`, comments,
+    continuation."""
     compare(reuse_jail, reference, src, {})
 
 

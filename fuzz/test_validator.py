@@ -445,7 +445,8 @@ ESCAPES = [
     "x = (a for a in [1]).gi_frame.f_back.f_globals",
     "f = lambda: 1",
     "for a in [1, 2]:\n    x = a",
-    "x = [[[[[[[[[1 for a in b] for a in b] for a in b] for a in b] for a in b] for a in b] for a in b] for a in b]"
+    "x = [[[[[[[[[1 for a in b] for a in b] for a in b] for a in b] for a in b]"
+    " for a in b] for a in b] for a in b]"
     " for a in b]",
     "x = " + "-" * 300 + "1",
     "x = 1\ny = x.upper()\nz = sorted([y], key=lambda v: len(v))\nprint(f'{z!r:>10}')",

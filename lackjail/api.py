@@ -215,9 +215,7 @@ class Jail:
             if emit:
                 emit({"event": "output", "text": text})
 
-        request = Request(
-            source, params, self._host_tools, self._jail_tools, self.checker.language
-        )
+        request = Request(source, params, self._host_tools, self._jail_tools, self.checker.language)
         try:
             outcome = self.pool.execute(
                 request, session.call if session is not None else None, on_output

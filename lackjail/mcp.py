@@ -183,19 +183,20 @@ def build_server(jail) -> MCPServer:
         "lackjail://spec",
         name="spec",
         mime_type="text/plain",
-        description="The lackpy language: allowed nodes, builtins, forbidden names, rules, limits.",
+        description="The language level in force: allowed nodes, builtins, forbidden names, "
+        "rules, limits.",
     )
     def spec_text() -> str:
-        return render(lang.spec())
+        return render(lang.spec(jail.checker.language))
 
     @server.resource(
         "lackjail://spec.json",
         name="spec.json",
         mime_type="application/json",
-        description="The lackpy language as JSON.",
+        description="The language level in force, as JSON.",
     )
     def spec_json() -> str:
-        return json.dumps(lang.spec())
+        return json.dumps(lang.spec(jail.checker.language))
 
     @server.resource(
         "lackjail://kit",

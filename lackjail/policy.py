@@ -129,7 +129,8 @@ def _check_value(key: str, value, default):
             for v in value.values()
         ):
             raise PolicyError(
-                f"policy key '{key}' must map tool names to positive seconds, e.g. {{ find_files = 30 }}"
+                f"policy key '{key}' must map tool names to positive seconds, "
+                "e.g. { find_files = 30 }"
             )
         return {k: float(v) for k, v in value.items()}
     if isinstance(default, str):
@@ -148,7 +149,8 @@ def _section(name: str, cls, data) -> object:
     for key, value in data.items():
         if key not in known:
             raise PolicyError(
-                f"unknown policy key '{name}.{key}'; known keys in [{name}]: {', '.join(sorted(known))}"
+                f"unknown policy key '{name}.{key}'; "
+                f"known keys in [{name}]: {', '.join(sorted(known))}"
             )
         values[key] = _check_value(f"{name}.{key}", value, getattr(defaults, key))
     return cls(**values)
@@ -174,7 +176,8 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
         )
     if values.get("isolation", "nsjail") not in (*ISOLATION_LEVELS, "any"):
         raise PolicyError(
-            f"policy key 'isolation' must be one of nsjail, seccomp, any; not {values['isolation']!r}"
+            "policy key 'isolation' must be one of nsjail, seccomp, any; "
+            f"not {values['isolation']!r}"
         )
     pool = values.get("pool")
     if pool is not None and pool.spares < 1:
@@ -224,7 +227,8 @@ def load_policy(spec=None) -> Policy:
         if not path.is_file():
             names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.toml")))
             raise PolicyError(
-                f"no policy named '{text}'; bundled policies: {names}; or pass a path to a .toml file"
+                f"no policy named '{text}'; bundled policies: {names}; "
+                "or pass a path to a .toml file"
             )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ import click
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import detail, error_line, verdict
+from lackjail.lang import LANGUAGES
 from lackjail.lang import spec as language_spec
 from lackjail.lang.describe import render
 
@@ -75,13 +76,21 @@ def _programs(paths):
 
 @click.command(epilog=EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the spec as JSON.")
-def spec(as_json):
-    """Print the lackpy language: nodes, builtins, forbidden names, rules and limits.
+@click.option(
+    "--language",
+    type=click.Choice(LANGUAGES),
+    default="lackpy",
+    show_default=True,
+    help="The language level to describe.",
+)
+def spec(as_json, language):
+    """Print the language: nodes, builtins, forbidden names, rules and limits.
 
     \b
     Examples:
       lackjail spec
+      lackjail spec --language extended
       lackjail spec --json | jq '.builtins'
     """
-    data = language_spec()
+    data = language_spec(language)
     click.echo(json.dumps(data, indent=2) if as_json else render(data))

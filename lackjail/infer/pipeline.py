@@ -91,13 +91,16 @@ def check_intent(intent) -> str:
     return intent.strip()
 
 
-def generate(intent: str, kit=None, params=(), *, config=None, root=None, check=None) -> Generation:
+def generate(
+    intent: str, kit=None, params=(), *, config=None, root=None, check=None, language="lackpy"
+) -> Generation:
     """A validated program for INTENT using KIT's tools and the PARAMS names.
 
     CONFIG: an InferenceConfig, the `[inference]` table as a dict, or None to read
     ROOT/.lackjail/config.toml (ROOT defaults to the current directory; its
     `.lackjail/templates` holds the templates). CHECK(program) -> ValidationResult
     overrides the default validation against the kit and params (a Jail passes its own).
+    LANGUAGE: the level programs are written for (the model prompt describes it).
     Raises IntentError for an unusable intent and ConfigError for a bad config.
     """
     intent = check_intent(intent)
@@ -112,9 +115,9 @@ def generate(intent: str, kit=None, params=(), *, config=None, root=None, check=
         from lackjail import lang
 
         def check(program):
-            return lang.validate(program, tools=names, params=params)
+            return lang.validate(program, tools=names, params=params, language=language)
 
-    run = _Run(intent, kit, params, config, root, check)
+    run = _Run(intent, kit, params, config, root, check, language)
     run.gen.notes.extend(
         {"tier": "config", "reason": n, "unavailable": False} for n in config.notes
     )
@@ -137,9 +140,9 @@ def generate(intent: str, kit=None, params=(), *, config=None, root=None, check=
 class _Run:
     """One generation's state: the tiers append attempts and notes to one Generation."""
 
-    def __init__(self, intent, kit, params, config, root, check):
+    def __init__(self, intent, kit, params, config, root, check, language):
         self.gen = Generation(intent)
-        self.kit, self.params = kit, params
+        self.kit, self.params, self.language = kit, params, language
         self.config, self.root, self.check = config, root, check
 
     def _try(self, tier: str, program: str, source: str, started: float) -> list:
@@ -206,7 +209,7 @@ class _Run:
         from lackjail import lang
         from lackjail.lang.describe import render
 
-        system = prompt.system_prompt(render(lang.spec()), self.kit, self.params)
+        system = prompt.system_prompt(render(lang.spec(self.language)), self.kit, self.params)
         messages = [{"role": "user", "content": prompt.request(self.gen.intent)}]
         for _ in range(1 + self.config.feedback_rounds):
             started = time.perf_counter()
@@ -240,6 +243,7 @@ def delegate(
         config=config,
         root=root,
         check=lambda program: jail.check(program, params),
+        language=jail.checker.language,
     )
     outcome = DelegateResult(generation)
     if generation.ok and run:

@@ -88,9 +88,7 @@ class Run:
         deadline = time.monotonic() + wall_s
         try:
             r = self.request
-            frame = protocol.make_run(
-                run_id, r.src, r.params, r.tools, r.jail_tools, r.language
-            )
+            frame = protocol.make_run(run_id, r.src, r.params, r.tools, r.jail_tools, r.language)
             self._write(protocol.encode(frame), deadline)
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)
         except protocol.ProtocolError as exc:

@@ -110,3 +110,13 @@ def test_commands_are_in_the_group():
     assert run(cli, ["check", "-"], "x = 1\n").exit_code == 0
     assert run(cli, ["check", "-"], "import os\n").exit_code == 2
     assert run(cli, ["spec", "--json"]).exit_code == 0
+
+
+def test_spec_describes_the_level_asked_for():
+    lackpy, extended = run(spec, []), run(spec, ["--language", "extended"])
+    assert lackpy.exit_code == 0 and extended.exit_code == 0
+    assert lackpy.output.startswith("lackpy ") and extended.output.startswith("extended ")
+    assert "def/return" in extended.output and "def/return" not in lackpy.output
+    data = json.loads(run(spec, ["--json", "--language", "extended"]).output)
+    assert data["language"] == "extended" and "While" in data["nodes"]
+    assert run(spec, ["--language", "python"]).exit_code == 2
