@@ -103,7 +103,7 @@ class Run:
                     "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
                 )
             )
-        if self.verdict and outcome.status != "ok":
+        if self.verdict:  # a tool stop wins even if the jail says ok (one layer need not hold)
             outcome.status, message = self.verdict
             outcome.errors = [_msg(message or outcome.status)]
             outcome.value = None

@@ -5,6 +5,9 @@ to the controller with `spawned`); a finished child's channel is closed. A fake
 zygote plays a compromised first child that keeps writing after its result.
 """
 
+import select
+import time
+
 from fakejail import fake_jail, run_on
 
 from lackjail import protocol
@@ -54,6 +57,14 @@ def test_a_reused_child_that_writes_between_runs_is_not_given_another(tmp_path):
     ]
     with fake_jail(tmp_path, steps) as jail:
         assert run_on(jail, runs_per_child=5).value == 1
+        # the late frames are in child 1's pipe before the next run is lent (bounded wait):
+        # the pool's quiet check at lending must see them and drop that child
+        child = jail.children[1]
+        deadline = time.monotonic() + 30
+        while not (
+            child.frames or child.buf.pending() or select.select([child.run_out], [], [], 0.01)[0]
+        ):
+            assert time.monotonic() < deadline, "the fake child never wrote its late frames"
         outputs = []
         _second_run_is_clean(run_on(jail, runs_per_child=5, on_output=outputs.append), outputs)
         assert 1 not in jail.children  # the child that spoke out of turn was dropped
