@@ -4,7 +4,7 @@ import os
 import socket
 
 import pytest
-from infer_support import LLMServer
+from infer_support import LLMServer, clear_provider_env
 
 
 @pytest.fixture
@@ -16,19 +16,7 @@ def llm():
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     """No provider settings leak in from the host; each test works in its own project folder."""
-    for name in (
-        "OLLAMA_HOST",
-        "OLLAMA_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_PROFILE",
-        "ANTHROPIC_CUSTOM_HEADERS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-config"))
-    monkeypatch.chdir(tmp_path)
+    clear_provider_env(monkeypatch, tmp_path)
     yield
 
 

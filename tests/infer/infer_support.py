@@ -119,3 +119,21 @@ def write_config(root, text):
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "lackjail" / "config.toml"
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text(f"[trust]\nworkspaces = [{json.dumps(str(root))}]\n")
+
+
+def clear_provider_env(monkeypatch, tmp_path):
+    """No provider settings leak in from the host (nor the user's own config); the test works
+    in its own project folder."""
+    for name in (
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-config"))
+    monkeypatch.chdir(tmp_path)

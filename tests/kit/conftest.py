@@ -1,7 +1,7 @@
 """Fixtures for the kit tests: a workspace with files, a secret outside it, and a session maker."""
 
 import pytest
-from kit_support import make_policy
+from kit_support import make_outside, make_policy, make_workspace
 
 from lackjail.kit import resolve_kit
 
@@ -9,22 +9,13 @@ from lackjail.kit import resolve_kit
 @pytest.fixture
 def outside(tmp_path):
     """A folder next to the workspace holding a secret no tool may read or overwrite."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text("TOP SECRET\n")
-    return folder
+    return make_outside(tmp_path)
 
 
 @pytest.fixture
 def ws(tmp_path, outside):
     """The workspace: a.txt, src/main.py, docs/guide.md."""
-    root = tmp_path / "ws"
-    (root / "src").mkdir(parents=True)
-    (root / "docs").mkdir()
-    (root / "a.txt").write_text("alpha\n")
-    (root / "src" / "main.py").write_text("print('hi')\n")
-    (root / "docs" / "guide.md").write_text("# Guide\n")
-    return root
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture

@@ -35,3 +35,22 @@ def py_tool(function, name=None, **fields):
         provider_config={"module": "kit_helpers", "function": function},
         **fields,
     )
+
+
+def make_outside(tmp_path):
+    """A folder next to the workspace holding a secret no tool may read or overwrite."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("TOP SECRET\n")
+    return folder
+
+
+def make_workspace(tmp_path):
+    """The workspace: a.txt, src/main.py, docs/guide.md."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    (root / "docs" / "guide.md").write_text("# Guide\n")
+    return root
