@@ -17,6 +17,7 @@ from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
 ISOLATION_LEVELS = ("nsjail", "seccomp")
+ISOLATION_DEMANDS = (*ISOLATION_LEVELS, "any")  # what a policy may demand
 MODES = ("fresh", "reuse")
 PATH_RULE_KEYS = ("write_deny", "read_deny", "write_allow", "read_allow")
 
@@ -174,7 +175,7 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             f"policy key 'language' must be one of {', '.join(LANGUAGES)}; "
             f"not {values['language']!r}"
         )
-    if values.get("isolation", "nsjail") not in (*ISOLATION_LEVELS, "any"):
+    if values.get("isolation", "nsjail") not in ISOLATION_DEMANDS:
         raise PolicyError(
             "policy key 'isolation' must be one of nsjail, seccomp, any; "
             f"not {values['isolation']!r}"

@@ -5,6 +5,7 @@ import sys
 import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
+from lackjail.policy import ISOLATION_DEMANDS
 
 
 @click.command()
@@ -34,7 +35,7 @@ from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
 )
 @click.option(
     "--isolation",
-    type=click.Choice(["nsjail", "seccomp", "any"]),
+    type=click.Choice(ISOLATION_DEMANDS),
     help="Override the policies' isolation demand.",
 )
 @click.option(

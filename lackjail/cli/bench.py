@@ -4,6 +4,7 @@ import click
 
 from lackjail.bench import SECTIONS
 from lackjail.cli.common import emit_json
+from lackjail.policy import ISOLATION_DEMANDS
 
 
 def _shown(value) -> str:
@@ -23,7 +24,7 @@ def _shown(value) -> str:
 )
 @click.option(
     "--isolation",
-    type=click.Choice(["nsjail", "seccomp", "any"]),
+    type=click.Choice(ISOLATION_DEMANDS),
     help="Override the isolation level.",
 )
 @click.option(
