@@ -63,6 +63,26 @@ def _invalid(errors, isolation="", mode="") -> Result:
     )
 
 
+def _settle(session, result: Result, dry_run: bool) -> None:
+    """Keep the run's staged writes (a dry run shows them as a diff) if it ended ok, else drop
+    them; a commit that fails makes the run an error that says what it left changed."""
+    from lackjail.kit import CommitError
+
+    result.trace = list(session.trace)
+    if result.status != "ok":
+        session.rollback()
+    elif dry_run:
+        result.diff = session.diff()
+        session.rollback()
+    else:
+        try:
+            result.written = session.commit()
+        except CommitError as exc:  # the run did not do what it said
+            result.status, result.value = "error", None
+            result.written = exc.written  # what a failed undo left changed
+            result.errors = [{"message": f"the run's writes could not be committed: {exc}"}]
+
+
 class Jail:
     """A pool of jails under one policy and kit; a context manager."""
 
@@ -220,37 +240,19 @@ class Jail:
             outcome = self.pool.execute(
                 request, session.call if session is not None else None, on_output
             )
+            result = Result(
+                outcome.status,
+                outcome.value if outcome.status == "ok" else None,
+                "".join(output),
+                outcome.errors,
+                isolation=self.isolation,
+                mode=mode,
+            )
+            if session is not None:
+                _settle(session, result, dry_run)
         finally:
             if session is not None:
                 session.close()
-        status, errors, value = outcome.status, outcome.errors, outcome.value
-        result = Result(
-            status,
-            value if status == "ok" else None,
-            "".join(output),
-            errors,
-            isolation=self.isolation,
-            mode=mode,
-        )
-        if session is not None:
-            from lackjail.kit import CommitError
-
-            result.trace = list(session.trace)
-            if status == "ok":
-                if dry_run:
-                    result.diff = session.diff()
-                    session.rollback()
-                else:
-                    try:
-                        result.written = session.commit()
-                    except CommitError as exc:  # the run did not do what it said
-                        result.status, result.value = "error", None
-                        result.written = exc.written  # what a failed undo left changed
-                        result.errors = [
-                            {"message": f"the run's writes could not be committed: {exc}"}
-                        ]
-            else:
-                session.rollback()
         result.stats = {
             "wall_ms": round((time.perf_counter() - started) * 1000, 3),
             "cpu_ms": outcome.cpu_ms,

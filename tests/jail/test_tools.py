@@ -1,6 +1,8 @@
 """Tools across the jail boundary, end to end: every call crosses to the controller,
 which checks it, runs it, stages writes, and writes the trace itself."""
 
+import os
+
 import pytest
 
 from lackjail.api import Jail
@@ -156,3 +158,25 @@ def test_a_commit_that_fails_is_an_error_not_an_exception(files_jail, workspace)
     assert r.status == "error" and "could not be committed" in r.errors[0]["message"], r
     assert r.value is None
     assert not (workspace / "new.txt").exists()
+
+
+def test_runs_hold_no_descriptor_after_they_end(files_jail):
+    """Each run's session closes its workspace root itself: with the cycle collector off, a
+    hundred runs (ok, failed, written) leave the controller's open descriptors as they were."""
+    import gc
+
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    files_jail.run("read_file('notes.txt')")  # the pool's own descriptors are settled
+    gc.collect()
+    gc.disable()
+    try:
+        before = open_fds()
+        for i in range(35):
+            assert files_jail.run("read_file('notes.txt')").status == "ok"
+            assert files_jail.run(f"write_file('w{i}.txt', 'x')\n1").status == "ok"
+            assert files_jail.run("read_file('missing.txt')").status == "error"
+        assert open_fds() == before
+    finally:
+        gc.enable()

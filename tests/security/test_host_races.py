@@ -65,12 +65,12 @@ def test_commits_never_land_outside_while_a_folder_is_swapped(racing, resolution
     ws, outside, inside_fd = racing
     outcomes = {"inside": 0, "refused": 0, "escaped": 0}
     for attempt in range(ATTEMPTS):
-        s = session(ws)
-        staged = s.call("write_file", ["d/new.txt", f"attempt {attempt}\n"], {})
-        try:
-            written = s.commit() if staged.ok else []
-        except Exception:
-            written = []
+        with session(ws) as s:
+            staged = s.call("write_file", ["d/new.txt", f"attempt {attempt}\n"], {})
+            try:
+                written = s.commit() if staged.ok else []
+            except Exception:
+                written = []
         if os.path.exists(outside / "new.txt"):
             outcomes["escaped"] += 1
             os.unlink(outside / "new.txt")

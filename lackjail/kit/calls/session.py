@@ -48,11 +48,12 @@ class ToolSession:
         self.kit = kit
         self.policy = load_policy(policy)
         protection = Protection.from_policy(self.policy)
-        if isinstance(workspace, Workspace):
+        self._owns_workspace = not isinstance(workspace, Workspace)
+        if self._owns_workspace:
+            self.workspace = Workspace(workspace, protection=protection)
+        else:
             workspace.protection = protection
             self.workspace = workspace
-        else:
-            self.workspace = Workspace(workspace, protection=protection)
         self.approve = approve
         self.on_event = on_event
         self.dry_run = dry_run
@@ -230,10 +231,20 @@ class ToolSession:
         return self.workspace.diff()
 
     def close(self) -> None:
-        """End the session's tool thread (a hung tool's abandoned thread ends with its call)."""
+        """End the session's tool thread (a hung tool's abandoned thread ends with its call)
+        and, when the session opened its workspace, drop what is staged and close the root's
+        descriptor. Commit first to keep the writes; closing twice is harmless."""
         if self._runner is not None:
             self._runner.stop()
             self._runner = None
+        if self._owns_workspace:
+            self.workspace.close()
+
+    def __enter__(self) -> ToolSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class _ToolThread:
