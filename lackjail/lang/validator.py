@@ -227,6 +227,18 @@ class _Walker:
             )
         raise _Abort
 
+    def operator(self, node, allowed, suffix=""):
+        """Report NODE's operator unless ALLOWED holds it (SUFFIX "=" for `x += 1`)."""
+        op = node.op.__class__
+        if op not in allowed:
+            spelt = FORBIDDEN_OPERATORS.get(op, op.__name__) + suffix
+            self.error(
+                "forbidden-operator",
+                f"operator '{spelt}' is not allowed in lackpy",
+                node.lineno,
+                node.col_offset,
+            )
+
     def enter(self, node, depth):
         """Count a node that its parent walks itself (keyword, comprehension, lambda parts)."""
         self.nodes += 1
@@ -413,15 +425,24 @@ class _Walker:
 
     # -- handlers, one per allowed node class ---------------------------------
 
+    def children(self, node, depth):
+        """A node with no rule of its own: visit the fields _CHILDREN names for its
+        class, in the order Python evaluates them (None and empty fields are skipped)."""
+        visit = self.visit
+        for field in _CHILDREN[node.__class__]:
+            child = getattr(node, field)
+            if child.__class__ is list:
+                for item in child:
+                    visit(item, depth)
+            elif child is not None:
+                visit(child, depth)
+
     def v_module(self, node, depth):
         self.block(node.body, depth)
         scope = self.current
         for item in scope.late:  # function bodies' reads: any module binding counts
             if item[0] not in scope.names:
                 self.undefined(item)
-
-    def v_expr(self, node, depth):
-        self.visit(node.value, depth)
 
     def v_assign(self, node, depth):
         visit = self.visit
@@ -430,14 +451,7 @@ class _Walker:
             visit(target, depth)
 
     def v_augassign(self, node, depth):
-        op = node.op.__class__
-        if op not in BINARY_OPERATORS:
-            self.error(
-                "forbidden-operator",
-                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}=' is not allowed in lackpy",
-                node.lineno,
-                node.col_offset,
-            )
+        self.operator(node, BINARY_OPERATORS, "=")
         target = node.target
         if target.__class__ is _NAME and target.id not in self.names.callable:
             self.read(target.id, target.lineno, target.col_offset)  # `x += 1` reads x first
@@ -467,11 +481,6 @@ class _Walker:
 
     def v_while(self, node, depth):
         self.loop(node.body, depth, node.test)
-        self.block(node.orelse, depth)
-
-    def v_if(self, node, depth):
-        self.visit(node.test, depth)
-        self.block(node.body, depth)
         self.block(node.orelse, depth)
 
     def v_call(self, node, depth):
@@ -653,40 +662,26 @@ class _Walker:
             )
         self.visit(node.value, depth)
 
-    def v_subscript(self, node, depth):
-        self.visit(node.value, depth)
-        self.visit(node.slice, depth)
-
-    def v_slice(self, node, depth):
-        for part in (node.lower, node.upper, node.step):
-            if part is not None:
-                self.visit(part, depth)
-
-    def v_starred(self, node, depth):
-        self.visit(node.value, depth)
-
-    def v_sequence(self, node, depth):  # List, Tuple, Set
-        elts = node.elts
-        if len(elts) > self.max_literal:
+    def display(self, node, items):
+        """A list, tuple, set or dict display (NODE) of ITEMS: at most max_literal of them."""
+        if len(items) > self.max_literal:
             self.error(
                 "limit-literal-len",
-                f"display has {len(elts)} items; the limit is {self.max_literal}",
+                f"display has {len(items)} items; the limit is {self.max_literal}",
                 node.lineno,
                 node.col_offset,
             )
+
+    def v_sequence(self, node, depth):  # List, Tuple, Set
+        elts = node.elts
+        self.display(node, elts)
         visit = self.visit
         for elt in elts:
             visit(elt, depth)
 
     def v_dict(self, node, depth):
         keys = node.keys
-        if len(keys) > self.max_literal:
-            self.error(
-                "limit-literal-len",
-                f"display has {len(keys)} items; the limit is {self.max_literal}",
-                node.lineno,
-                node.col_offset,
-            )
+        self.display(node, keys)
         visit = self.visit
         for key, value in zip(keys, node.values):
             if key is not None:  # None for a `**mapping` entry
@@ -738,54 +733,13 @@ class _Walker:
     def v_genexp(self, node, depth):  # runs lazily: reads may be bound later
         self.generators(node, depth, _FUNCTION, (node.elt,))
 
-    def v_compare(self, node, depth):  # every comparison operator is allowed
-        visit = self.visit
-        visit(node.left, depth)
-        for right in node.comparators:
-            visit(right, depth)
-
-    def v_boolop(self, node, depth):  # `and` and `or` are both allowed
-        visit = self.visit
-        for value in node.values:
-            visit(value, depth)
-
     def v_unaryop(self, node, depth):
-        op = node.op.__class__
-        if op not in UNARY_OPERATORS:
-            self.error(
-                "forbidden-operator",
-                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' is not allowed in lackpy",
-                node.lineno,
-                node.col_offset,
-            )
+        self.operator(node, UNARY_OPERATORS)
         self.visit(node.operand, depth)
 
     def v_binop(self, node, depth):
-        op = node.op.__class__
-        if op not in BINARY_OPERATORS:
-            self.error(
-                "forbidden-operator",
-                f"operator '{FORBIDDEN_OPERATORS.get(op, op.__name__)}' is not allowed in lackpy",
-                node.lineno,
-                node.col_offset,
-            )
-        self.visit(node.left, depth)
-        self.visit(node.right, depth)
-
-    def v_ifexp(self, node, depth):
-        self.visit(node.test, depth)
-        self.visit(node.body, depth)
-        self.visit(node.orelse, depth)
-
-    def v_joinedstr(self, node, depth):
-        visit = self.visit
-        for value in node.values:
-            visit(value, depth)
-
-    def v_formattedvalue(self, node, depth):
-        self.visit(node.value, depth)
-        if node.format_spec is not None:
-            self.visit(node.format_spec, depth)
+        self.operator(node, BINARY_OPERATORS)
+        self.children(node, depth)
 
     def v_constant(self, node, depth):
         value = node.value
@@ -945,31 +899,39 @@ class _Walker:
         if fresh:  # Python deletes the name when the handler ends
             scope.names.discard(name)
 
-    def v_raise(self, node, depth):
-        for part in (node.exc, node.cause):
-            if part is not None:
-                self.visit(part, depth)
 
-    def v_assert(self, node, depth):
-        self.visit(node.test, depth)
-        if node.msg is not None:
-            self.visit(node.msg, depth)
+# What `children()` visits of each node class, in the order Python evaluates it.
+_CHILDREN = {
+    ast.Expr: ("value",),
+    ast.If: ("test", "body", "orelse"),
+    ast.Subscript: ("value", "slice"),
+    ast.Slice: ("lower", "upper", "step"),
+    ast.Starred: ("value",),
+    ast.Compare: ("left", "comparators"),
+    ast.BoolOp: ("values",),
+    ast.BinOp: ("left", "right"),
+    ast.IfExp: ("test", "body", "orelse"),
+    ast.JoinedStr: ("values",),
+    ast.FormattedValue: ("value", "format_spec"),
+    ast.Raise: ("exc", "cause"),
+    ast.Assert: ("test", "msg"),
+}
 
 
 _HANDLERS = {
     ast.Module: _Walker.v_module,
-    ast.Expr: _Walker.v_expr,
+    ast.Expr: _Walker.children,
     ast.Assign: _Walker.v_assign,
     ast.AugAssign: _Walker.v_augassign,
     ast.For: _Walker.v_for,
-    ast.If: _Walker.v_if,
+    ast.If: _Walker.children,
     ast.Call: _Walker.v_call,
     ast.Lambda: _Walker.v_lambda,
     ast.Name: _Walker.v_name,
     ast.Attribute: _Walker.v_attribute,
-    ast.Subscript: _Walker.v_subscript,
-    ast.Slice: _Walker.v_slice,
-    ast.Starred: _Walker.v_starred,
+    ast.Subscript: _Walker.children,
+    ast.Slice: _Walker.children,
+    ast.Starred: _Walker.children,
     ast.List: _Walker.v_sequence,
     ast.Tuple: _Walker.v_sequence,
     ast.Set: _Walker.v_sequence,
@@ -977,13 +939,13 @@ _HANDLERS = {
     ast.ListComp: _Walker.v_comp,
     ast.SetComp: _Walker.v_comp,
     ast.DictComp: _Walker.v_dictcomp,
-    ast.Compare: _Walker.v_compare,
-    ast.BoolOp: _Walker.v_boolop,
+    ast.Compare: _Walker.children,
+    ast.BoolOp: _Walker.children,
     ast.UnaryOp: _Walker.v_unaryop,
     ast.BinOp: _Walker.v_binop,
-    ast.IfExp: _Walker.v_ifexp,
-    ast.JoinedStr: _Walker.v_joinedstr,
-    ast.FormattedValue: _Walker.v_formattedvalue,
+    ast.IfExp: _Walker.children,
+    ast.JoinedStr: _Walker.children,
+    ast.FormattedValue: _Walker.children,
     ast.Constant: _Walker.v_constant,
 }
 
@@ -994,8 +956,8 @@ _EXTENDED_HANDLERS = {
     ast.Return: _Walker.v_return,
     ast.While: _Walker.v_while,
     ast.Try: _Walker.v_try,
-    ast.Raise: _Walker.v_raise,
-    ast.Assert: _Walker.v_assert,
+    ast.Raise: _Walker.children,
+    ast.Assert: _Walker.children,
     ast.Break: _Walker.v_break,
     ast.Continue: _Walker.v_continue,
     ast.Pass: _Walker.v_pass,
@@ -1074,33 +1036,12 @@ def _failure(message, rule, line=None, col=None) -> ValidationResult:
     return ValidationResult(False, [ValidationError(message, line, col, rule)], [], [])
 
 
-def validate(
-    source,
-    *,
-    tools=(),
-    params=(),
-    rules=(),
-    limits: ProgramLimits | None = None,
-    language: str = DEFAULT_LANGUAGE,
-    hints=None,
-) -> ValidationResult:
-    """Check SOURCE (str or bytes) against the LANGUAGE level; never raises for any SOURCE.
+def validate(source, **options) -> ValidationResult:
+    """Check SOURCE (str or bytes); OPTIONS are validate_tree()'s keywords.
 
-    TOOLS are the names a program may call (kit tools; a pack namespace "fs"
-    allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
-    the names the caller injects; RULES extra callables that tighten the check;
-    HINTS maps a name the program may have meant to what to do about it (shown
-    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
+    Never raises for any SOURCE; raises ValueError only for an unknown language.
     """
-    return validate_tree(
-        source,
-        tools=tools,
-        params=params,
-        rules=rules,
-        limits=limits,
-        language=language,
-        hints=hints,
-    )[0]
+    return validate_tree(source, **options)[0]
 
 
 def validate_tree(
@@ -1112,11 +1053,16 @@ def validate_tree(
     limits: ProgramLimits | None = None,
     language: str = DEFAULT_LANGUAGE,
     hints=None,
-):
-    """validate(), and the module AST it checked when valid (else None).
+) -> tuple[ValidationResult, ast.Module | None]:
+    """Check SOURCE (str or bytes) against the LANGUAGE level; return the result and,
+    when valid, the module AST it checked (else None). Never raises for any SOURCE.
 
-    The jail compiles that very tree: no second parse, and nothing but what
-    was checked.
+    TOOLS are the names a program may call (kit tools; a pack namespace "fs"
+    allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
+    the names the caller injects; RULES extra callables that tighten the check;
+    HINTS maps a name the program may have meant to what to do about it (shown
+    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
+    The jail compiles the returned tree: no second parse, and nothing but what was checked.
     """
     extended = check_language(language) == "extended"
     if limits is None:
