@@ -4,25 +4,8 @@
 people and model prompts.
 """
 
+from . import grammar
 from .custom_rules import SHIPPED
-from .grammar import (
-    ALLOWED_BUILTINS,
-    ALLOWED_NODES,
-    ALTERNATIVES,
-    BINARY_OPERATORS,
-    BOOL_OPERATORS,
-    COMPARE_OPERATORS,
-    DEFAULT_LANGUAGE,
-    EXCEPTION_NAMES,
-    EXTENDED_NODES,
-    FORBIDDEN_CONSTRUCTS,
-    FORBIDDEN_NAMES,
-    FORBIDDEN_OPERATORS,
-    FORMAT_ATTRIBUTES,
-    INTERNAL_ATTRIBUTE_PREFIXES,
-    INTERNAL_ATTRIBUTES,
-    UNARY_OPERATORS,
-)
 from .limits import ProgramLimits
 from .rulebook import RULEBOOK
 from .validator import check_language
@@ -60,35 +43,37 @@ POSITIONS = (
 )
 
 
-def spec(level: str = DEFAULT_LANGUAGE, limits: ProgramLimits | None = None) -> dict:
+def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = None) -> dict:
     """A fresh dict describing language LEVEL ("lackpy" or "extended"), with LIMITS
     (default caps if None). Raises ValueError for an unknown level."""
     extended = check_language(level) == "extended"
-    nodes = ALLOWED_NODES + (EXTENDED_NODES if extended else ())
+    nodes = grammar.ALLOWED_NODES + (grammar.EXTENDED_NODES if extended else ())
     allowed = {node.__name__ for node in nodes}
-    forbidden = {name: text for name, text in FORBIDDEN_CONSTRUCTS.items() if name not in allowed}
+    forbidden = {
+        name: text for name, text in grammar.FORBIDDEN_CONSTRUCTS.items() if name not in allowed
+    }
     return {
         "language": level,
         "version": VERSION,
         "summary": SUMMARIES[level],
         "nodes": sorted(allowed),
         "operators": {
-            "binary": list(BINARY_OPERATORS.values()),
-            "unary": list(UNARY_OPERATORS.values()),
-            "compare": list(COMPARE_OPERATORS.values()),
-            "boolean": list(BOOL_OPERATORS.values()),
-            "forbidden": list(FORBIDDEN_OPERATORS.values()),
+            "binary": list(grammar.BINARY_OPERATORS.values()),
+            "unary": list(grammar.UNARY_OPERATORS.values()),
+            "compare": list(grammar.COMPARE_OPERATORS.values()),
+            "boolean": list(grammar.BOOL_OPERATORS.values()),
+            "forbidden": list(grammar.FORBIDDEN_OPERATORS.values()),
         },
-        "builtins": list(ALLOWED_BUILTINS),
-        "exceptions": list(EXCEPTION_NAMES) if extended else [],
-        "forbidden_names": sorted(FORBIDDEN_NAMES),
+        "builtins": list(grammar.ALLOWED_BUILTINS),
+        "exceptions": list(grammar.EXCEPTION_NAMES) if extended else [],
+        "forbidden_names": sorted(grammar.FORBIDDEN_NAMES),
         "forbidden_constructs": [
-            {"construct": text, "instead": ALTERNATIVES.get(name, "")}
+            {"construct": text, "instead": grammar.ALTERNATIVES.get(name, "")}
             for name, text in sorted(forbidden.items(), key=lambda item: item[1])
         ],
         "denied_attributes": {
-            "prefix": ["_", *INTERNAL_ATTRIBUTE_PREFIXES],
-            "names": sorted(FORMAT_ATTRIBUTES | INTERNAL_ATTRIBUTES),
+            "prefix": ["_", *grammar.INTERNAL_ATTRIBUTE_PREFIXES],
+            "names": sorted(grammar.FORMAT_ATTRIBUTES | grammar.INTERNAL_ATTRIBUTES),
         },
         "names": UNDEFINED,
         "rules": [
