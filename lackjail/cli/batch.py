@@ -5,7 +5,7 @@ import sys
 import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
-from lackjail.policy import ISOLATION_DEMANDS
+from lackjail.cli.options import isolation_option
 
 
 @click.command()
@@ -33,11 +33,7 @@ from lackjail.policy import ISOLATION_DEMANDS
     type=click.IntRange(min=1),
     help="Programs in flight per pool [twice the jails].",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(ISOLATION_DEMANDS),
-    help="Override the policies' isolation demand.",
-)
+@isolation_option("Override the policies' isolation demand.")
 @click.option(
     "--ray",
     "ray_address",

@@ -4,7 +4,7 @@ import click
 
 from lackjail.bench import SECTIONS
 from lackjail.cli.common import emit_json
-from lackjail.policy import ISOLATION_DEMANDS
+from lackjail.cli.options import isolation_option
 
 
 def _shown(value) -> str:
@@ -22,11 +22,7 @@ def _shown(value) -> str:
     is_flag=True,
     help="Also run the load benchmarks: 10,000 programs from 32 callers, and Jail.map over 10,000.",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(ISOLATION_DEMANDS),
-    help="Override the isolation level.",
-)
+@isolation_option("Override the isolation level.")
 @click.option(
     "--only",
     "sections",

@@ -3,7 +3,7 @@
 import click
 
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, emit_json, leave, read_source
-from lackjail.cli.options import Shared, program_options, setup
+from lackjail.cli.options import Shared, isolation_option, program_options, setup
 from lackjail.cli.output import error_line, note, print_result, verbosity
 from lackjail.terminal import terminal_safe
 
@@ -44,11 +44,7 @@ def _print_generation(gen) -> None:
     help="Run the generated program in the jail, or only print it.",
 )
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
-@click.option(
-    "--isolation",
-    type=click.Choice(["nsjail", "seccomp", "any"]),
-    help="Override the policy's isolation demand.",
-)
+@isolation_option()
 def delegate(intent, shared, run, yes, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 

@@ -143,6 +143,13 @@ def program_options(
     return decorate
 
 
+def isolation_option(help: str = "Override the policy's isolation demand."):
+    """Decorator adding --isolation: one of the demands a policy may make, overriding it."""
+    from lackjail.policy import ISOLATION_DEMANDS
+
+    return click.option("--isolation", type=click.Choice(ISOLATION_DEMANDS), help=help)
+
+
 def complete_kits(ctx, param, incomplete: str) -> list[str]:
     """Shell completion for --kit: the kits of the current folder and the bundled ones."""
     from lackjail.kit import list_kits

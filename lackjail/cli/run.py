@@ -4,7 +4,7 @@ import click
 
 from lackjail.cli.common import EXIT_HELP, emit_json, exit_code, leave, read_source
 from lackjail.cli.jail import open_jail
-from lackjail.cli.options import program_options, setup
+from lackjail.cli.options import isolation_option, program_options, setup
 from lackjail.cli.output import detail, print_result
 
 
@@ -23,11 +23,7 @@ from lackjail.cli.output import detail, print_result
     type=click.Choice(["fresh", "reuse"]),
     help="fresh: a new process per run; reuse: faster, says so.",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(["nsjail", "seccomp", "any"]),
-    help="Override the policy's isolation demand.",
-)
+@isolation_option()
 def run(file, shared, stream, dry_run, yes, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
