@@ -34,29 +34,17 @@ class Budget:
 
     def charge_read(self, n: int) -> None:
         with self._lock:
-            if self.bytes_read + n > self.max_read:
-                raise LimitExceeded(
-                    f"reading {n} more bytes would pass the run's read budget of {self.max_read} "
-                    "bytes (policy limits.read_bytes)"
-                )
+            _fits(self.bytes_read, n, self.max_read, "reading", "read")
             self.bytes_read += n
 
     def check_write(self, n: int) -> None:
         """Raise unless N more bytes (beyond those already written) fit the write budget."""
         with self._lock:
-            if self.bytes_written + n > self.max_write:
-                raise LimitExceeded(
-                    f"writing {n} bytes would pass the run's write budget of {self.max_write} "
-                    "bytes (policy limits.write_bytes)"
-                )
+            _fits(self.bytes_written, n, self.max_write, "writing", "write")
 
     def charge_write(self, n: int) -> None:
         with self._lock:
-            if self.bytes_written + n > self.max_write:
-                raise LimitExceeded(
-                    f"writing {n} bytes would pass the run's write budget of {self.max_write} "
-                    "bytes (policy limits.write_bytes)"
-                )
+            _fits(self.bytes_written, n, self.max_write, "writing", "write")
             self.bytes_written += n
 
     def stats(self) -> dict:
@@ -66,3 +54,13 @@ class Budget:
                 "bytes_read": self.bytes_read,
                 "bytes_written": self.bytes_written,
             }
+
+
+def _fits(spent: int, n: int, budget: int, doing: str, kind: str) -> None:
+    """Raise LimitExceeded when N more bytes after SPENT would pass BUDGET, naming the policy
+    key (limits.KIND_bytes) that sets it."""
+    if spent + n > budget:
+        raise LimitExceeded(
+            f"{doing} {n} more bytes would pass the run's {kind} budget of {budget} bytes "
+            f"(policy limits.{kind}_bytes)"
+        )
