@@ -111,19 +111,21 @@ class Protection:
 
     def check_write(self, rel: str, path) -> None:
         rule = _first(self.write, self._any_write, rel)
-        if rule is not None:
-            raise ToolCallError(
-                f"writing {show(path)} is refused by rule {rule!r} (policy tools.write_deny): "
-                "files there can run code later; a policy may lift it with tools.write_allow"
-            )
+        _refuse(rule, "writing", path, "write", "files there can run code later")
 
     def check_read(self, rel: str, path) -> None:
         rule = _first(self.read, self._any_read, rel)
-        if rule is not None:
-            raise ToolCallError(
-                f"reading {show(path)} is refused by rule {rule!r} (policy tools.read_deny): "
-                "it may hold credentials; a policy may lift it with tools.read_allow"
-            )
+        _refuse(rule, "reading", path, "read", "it may hold credentials")
+
+
+def _refuse(rule: str | None, doing: str, path, kind: str, why: str) -> None:
+    """Refuse the access when a RULE covers PATH, naming the rule, the policy key that set it
+    (tools.KIND_deny) and the one that lifts it (tools.KIND_allow)."""
+    if rule is not None:
+        raise ToolCallError(
+            f"{doing} {show(path)} is refused by rule {rule!r} (policy tools.{kind}_deny): "
+            f"{why}; a policy may lift it with tools.{kind}_allow"
+        )
 
 
 def runs_later(rel: str) -> bool:
