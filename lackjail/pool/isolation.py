@@ -8,6 +8,7 @@ zygote runs as a plain process; the child still gets rlimits and seccomp.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -52,10 +53,8 @@ class Launcher:
 
     def close(self) -> None:
         if self.config_path:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.config_path)
-            except FileNotFoundError:
-                pass
 
 
 def zygote_config(

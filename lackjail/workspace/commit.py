@@ -22,6 +22,7 @@ the workspace root.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -111,10 +112,8 @@ class Journal:
 
     def remove(self) -> None:
         if self.path:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-            except FileNotFoundError:
-                pass
 
 
 def commit(
@@ -319,10 +318,8 @@ def _finish(tree: Tree, target: Target) -> None:
 
 
 def _unlink(dirfd: int, name: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=dirfd)
-    except FileNotFoundError:
-        pass
 
 
 def _roll_back(tree: Tree, targets: list, made: list) -> list[str]:

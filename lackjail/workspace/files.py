@@ -7,6 +7,7 @@ what was opened: only regular files are read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -133,7 +134,5 @@ def write_whole(
         else:
             os.link(tmp, name, src_dir_fd=tree.fd, dst_dir_fd=tree.fd, follow_symlinks=False)
     finally:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=tree.fd)
-        except FileNotFoundError:
-            pass

@@ -6,6 +6,7 @@ that returns different bytes than were written).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -36,10 +37,8 @@ class StagingArea:
             return fh.read()
 
     def discard(self, key: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self._dir, key))
-        except FileNotFoundError:
-            pass
 
     def close(self) -> None:
         if self._cleanup is not None:
