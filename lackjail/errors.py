@@ -6,6 +6,8 @@ workspace, turned into a call outcome by the session. The message is safe to
 hand back to the program, and `verdict` tells the run loop whether the run
 must end as `denied` or `limit`. (`ToolError` is the name of the exception a
 program sees in the jail; these stay on the host.)
+`unknown_key()` words the error for a config or policy key its schema
+lacks, the same way everywhere.
 """
 
 
@@ -38,3 +40,13 @@ class CommitError(Exception):
     def __init__(self, message: str, written=()):
         super().__init__(message)
         self.written = list(written)
+
+
+def unknown_key(table, known, where: str = "", *, what: str = "key", among: str = "") -> str | None:
+    """Why TABLE (a config or policy table) does not fit its schema: its first key that
+    KNOWN lacks, named as WHERE + key (e.g. 'limits.net'), and the KNOWN keys in their order,
+    so a typo is fixed at a glance. None when every key is known."""
+    for key in table:
+        if key not in known:
+            return f"unknown {what} '{where}{key}'; known keys{among}: {', '.join(known)}"
+    return None

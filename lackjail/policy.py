@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lackjail.errors import unknown_key
 from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
@@ -145,31 +146,27 @@ def _section(name: str, cls, data) -> object:
     if not isinstance(data, dict):
         raise PolicyError(f"policy key '{name}' must be a table ([{name}])")
     defaults = cls()
-    known = {f.name for f in dataclasses.fields(cls)}
-    values = {}
-    for key, value in data.items():
-        if key not in known:
-            raise PolicyError(
-                f"unknown policy key '{name}.{key}'; "
-                f"known keys in [{name}]: {', '.join(sorted(known))}"
-            )
-        values[key] = _check_value(f"{name}.{key}", value, getattr(defaults, key))
-    return cls(**values)
+    known = sorted(f.name for f in dataclasses.fields(cls))
+    problem = unknown_key(data, known, f"{name}.", what="policy key", among=f" in [{name}]")
+    if problem:
+        raise PolicyError(problem)
+    return cls(
+        **{key: _check_value(f"{name}.{key}", v, getattr(defaults, key)) for key, v in data.items()}
+    )
 
 
 def policy_from_dict(data: dict, name: str = "custom") -> Policy:
     """Build a Policy from parsed TOML, checking every key and value."""
+    known = sorted([*_SECTIONS, *_TOP])
+    problem = unknown_key(data, known, what="policy key", among=" at the top level")
+    if problem:
+        raise PolicyError(problem)
     values: dict = {"name": name}
     for key, value in data.items():
         if key in _SECTIONS:
             values[key] = _section(key, _SECTIONS[key], value)
-        elif key in _TOP:
-            values[key] = _check_value(key, value, "")
         else:
-            known = sorted([*_SECTIONS, *_TOP])
-            raise PolicyError(
-                f"unknown policy key '{key}'; known top-level keys: {', '.join(known)}"
-            )
+            values[key] = _check_value(key, value, "")
     if values.get("language", "lackpy") not in LANGUAGES:
         raise PolicyError(
             f"policy key 'language' must be one of {', '.join(LANGUAGES)}; "

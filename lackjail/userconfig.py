@@ -18,6 +18,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from lackjail.errors import unknown_key
+
 USER_KEYS = ("kit", "policy", "language")
 WORKSPACE_KEYS = ("kit",)
 WORKSPACE_CONFIG = os.path.join(".lackjail", "config.toml")
@@ -133,12 +135,10 @@ def _limits_table(data: dict, path: Path) -> dict:
     table = data.get("limits", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: 'limits' must be a table: [limits]")
-    known = {f.name for f in fields(Limits)}
+    problem = unknown_key(table, sorted(f.name for f in fields(Limits)), "limits.")
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
     for key, value in table.items():
-        if key not in known:
-            raise ConfigError(
-                f"{path}: unknown key 'limits.{key}'; known: {', '.join(sorted(known))}"
-            )
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError(f"{path}: 'limits.{key}' must be a positive number")
     return dict(table)

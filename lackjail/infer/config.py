@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lackjail.errors import ToolCallError
+from lackjail.errors import ToolCallError, unknown_key
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
 from lackjail.workspace.paths import workspace_root
@@ -219,10 +219,9 @@ def check_credential_endpoint(url: str, credential: str) -> str | None:
 
 
 def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
-    for key in data:
-        if key not in INFERENCE_KEYS:
-            known = ", ".join(INFERENCE_KEYS)
-            raise ConfigError(f"{source}: unknown key 'inference.{key}'; known keys: {known}")
+    problem = unknown_key(data, INFERENCE_KEYS, "inference.")
+    if problem:
+        raise ConfigError(f"{source}: {problem}")
     tables = data.get("providers", {})
     if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
         raise ConfigError(
@@ -272,13 +271,11 @@ def _provider(name: str, table: dict, source: str) -> ProviderConfig:
             f'{source}: \'{where}.kind\' must be "ollama" or "anthropic", not {kind!r}'
         )
     allowed = PROVIDER_KEYS[kind]
+    problem = unknown_key(table, allowed, f"{where}.", among=f" for an {kind} provider")
+    if problem:
+        raise ConfigError(f"{source}: {problem}")
     values = {}
     for key, value in table.items():
-        if key not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key '{where}.{key}' for a {kind} provider; "
-                f"known keys: {', '.join(allowed)}"
-            )
         check, example = allowed[key]
         if not _fits(check, value):
             raise ConfigError(

@@ -68,7 +68,7 @@ connect_timeout = 0.5
         ({"feedback_rounds": -1}, "'inference.feedback_rounds' must be an integer from 0 to 5"),
         (
             {"providers": {"ollama": {"hots": "x"}}},
-            "unknown key 'inference.providers.ollama.hots' for a ollama provider; known keys:",
+            "unknown key 'inference.providers.ollama.hots'; known keys for an ollama provider: ",
         ),
         (
             {"providers": {"ollama": {"timeout": 0}}},
