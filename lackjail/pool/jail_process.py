@@ -114,7 +114,8 @@ class JailProcess:
         self.ctrl = ours
         self.ctrl.setblocking(False)
         self.pidfd = os.pidfd_open(self.pid)
-        self.alive = True
+        self.alive = True  # until its pidfd says it ended
+        self._reaped = False
 
     # -- the control socket ----------------------------------------------
 
@@ -269,34 +270,27 @@ class JailProcess:
     # -- the process ------------------------------------------------------
 
     def exited(self) -> bool:
-        """Has the zygote ended? (reaps it if so)."""
-        if not self.alive:
-            return True
-        try:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            pid = self.pid
-        if pid:
+        """Has the zygote ended? Its pidfd says so; the supervisor reaps it (`kill`)."""
+        if self.alive and wait_fd(self.pidfd, select.POLLIN, 0.0):
             self.alive = False
         return not self.alive
 
     def kill(self) -> None:
         """End the jail at once, reap it and close everything; safe to call twice."""
-        if self.alive:
-            self.alive = False
+        self.alive = False
+        if not self._reaped:
+            self.signal_kill()
             try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
                 pass
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+            self._reaped = True
         self.close()
 
     def signal_kill(self) -> None:
-        """SIGKILL the jail's processes and nothing else: whoever holds it sees it end."""
-        if self.alive:
+        """SIGKILL the jail's processes and nothing else: whoever holds it sees it end. Until
+        it is reaped the zygote's pid (even as a zombie) keeps the group id ours alone."""
+        if not self._reaped:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -307,8 +301,7 @@ class JailProcess:
         if self.alive:
             try:
                 self.send_ctrl(protocol.make_stop())
-                if wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace):
-                    self.exited()
+                wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace)
             except JailDied:
                 pass
         self.kill()

@@ -52,6 +52,7 @@ class Pool:
         self._starting: dict[JailProcess, float] = {}  # jail -> start deadline
         self._idle: collections.deque[JailProcess] = collections.deque()  # oldest first
         self._retired: list[JailProcess] = []
+        self._lent: dict[JailProcess, int] = {}  # jail -> the thread running on it
         self._waiters: collections.deque = collections.deque()  # (event, slot), oldest first
         self._closed = False
         self._ids = itertools.count(1)
@@ -124,7 +125,7 @@ class Pool:
         while True:
             with self._cond:
                 if self._closed:
-                    return
+                    break
                 self._kill_retired()
                 self._spawn_missing()
                 watched = {}
@@ -152,6 +153,32 @@ class Pool:
             if time.monotonic() - last_ping >= PING_EVERY_S:
                 last_ping = time.monotonic()
                 self.ping_idle(idle_for=PING_EVERY_S)
+        self._shut_down()
+
+    def _shut_down(self) -> None:
+        """Stop the idle and starting jails, kill the lent ones (their runs end as `killed`
+        and give them back), reap each one given back; then the pool holds nothing."""
+        with self._cond:
+            idle = list(self._idle) + list(self._starting)
+            self._idle.clear()
+            self._starting.clear()
+            lent = [j for j in self._jails if j not in idle and j not in self._retired]
+        for jail in lent:
+            jail.signal_kill()
+        for jail in idle:
+            jail.stop()
+        with self._cond:
+            self._jails.difference_update(idle)
+            while True:
+                self._kill_retired()
+                if not self._jails:
+                    break
+                self._cond.wait(PING_TIMEOUT_S)
+            self._close_launcher()
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1
+            self._cond.notify_all()
 
     def _next_timer(self) -> float:
         now = time.monotonic()
@@ -213,6 +240,9 @@ class Pool:
         self._retired = []
 
     def _wake(self) -> None:
+        """Wake the supervisor from its poll (lock held: the pipe closes under it)."""
+        if self._wake_w < 0:
+            return
         try:
             os.write(self._wake_w, b"x")
         except BlockingIOError:
@@ -242,7 +272,7 @@ class Pool:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._idle and not self._waiters:
-                return self._idle.popleft()
+                return self._lend(self._idle.popleft())
             if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(
                     f"the run queue is full ({self.policy.pool.queue} waiting); retry later"
@@ -253,11 +283,15 @@ class Pool:
         ready.wait(timeout)
         with self._cond:
             if slot:
-                return slot[0]
+                return self._lend(slot[0])
             self._waiters.remove(ticket)
             if self._closed:
                 raise PoolError("the jail pool is closed")
             raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
+
+    def _lend(self, jail: JailProcess) -> JailProcess:
+        self._lent[jail] = threading.get_ident()
+        return jail
 
     def _offer(self, jail: JailProcess) -> None:
         """Hand a free jail to the longest waiting caller, or keep it idle (lock held)."""
@@ -271,9 +305,10 @@ class Pool:
 
     def _give_back(self, jail: JailProcess, retire: bool) -> None:
         with self._cond:
+            self._lent.pop(jail, None)
             if self._closed:
-                jail.kill()
-                self._jails.discard(jail)
+                self._retired.append(jail)  # the supervisor's shutdown reaps it
+                self._cond.notify_all()
             elif retire or jail.runs >= self.policy.pool.recycle_after or not jail.alive:
                 self._retire(jail)
             else:
@@ -337,30 +372,18 @@ class Pool:
             return [j.pid for j in self._jails if j.alive]
 
     def close(self) -> None:
-        """Stop every jail; no process is left. Runs in progress end as `killed`."""
+        """Stop every jail; runs in progress end as `killed`. When it returns no process is
+        left, unless the calling thread itself is running a program on this pool (a tool
+        closing its own Jail): that jail is reaped when its run gives it back."""
         with self._cond:
             self._closed = True
             for ready, _ in self._waiters:  # they wake to find no jail: "the pool is closed"
                 ready.set()
             self._cond.notify_all()
-        self._wake()
-        if self._supervisor.is_alive() and self._supervisor is not threading.current_thread():
-            self._supervisor.join(PING_TIMEOUT_S * 3)
-        with self._cond:
-            idle = list(self._idle) + list(self._starting) + self._retired
-            lent = [j for j in self._jails if j not in idle]
-            self._idle.clear()
-            self._starting.clear()
-            self._retired = []
-            for jail in idle:
-                self._jails.discard(jail)
-        for jail in idle:
-            jail.stop()
-        for jail in lent:  # their runs see the jail end and give it back (killed, closed)
-            jail.signal_kill()
-        self._close_launcher()
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
+            self._wake()
+            mine = threading.get_ident() in self._lent.values()
+        if not mine and self._supervisor is not threading.current_thread():
+            self._supervisor.join()
 
     def _close_launcher(self) -> None:
         if self.launcher is not None:
