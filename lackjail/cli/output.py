@@ -7,6 +7,7 @@ and escapes control characters itself.
 
 import json
 import os
+import sys
 
 import click
 
@@ -35,7 +36,7 @@ def detail(message: str) -> None:
 
 def colour_enabled(err: bool = False) -> bool:
     """Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
-    stream = click.get_text_stream("stderr" if err else "stdout")
+    stream = sys.stderr if err else sys.stdout
     return not os.environ.get("NO_COLOR") and stream.isatty()
 
 
