@@ -41,7 +41,6 @@ class Image:
 
 def _places() -> dict:
     import msgpack
-    import pyseccomp
 
     multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
     return {
@@ -49,7 +48,6 @@ def _places() -> dict:
         "libdir": f"/usr/lib/{multiarch}",
         "package": str(PACKAGE_DIR),
         "msgpack": str(Path(msgpack.__file__).parent),
-        "pyseccomp": str(Path(pyseccomp.__file__)),
     }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lackjail.pool import image as images
+from lackjail.pool.syscall_filter import child_filter
 
 
 class IsolationError(RuntimeError):
@@ -60,7 +61,8 @@ class Launcher:
 def zygote_config(
     limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
 ) -> str:
-    """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval)."""
+    """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval),
+    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off)."""
     return repr(
         {
             "memory_mb": limits.memory_mb,
@@ -70,6 +72,7 @@ def zygote_config(
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
             "spares": spares,
             "seccomp": seccomp,
+            "bpf": child_filter() if seccomp else b"",
         }
     )
 
@@ -94,13 +97,8 @@ def nsjail_launcher(
 
 def seccomp_launcher(zygote_args: str, module: str = "lackjail.worker.zygote") -> Launcher:
     import msgpack
-    import pyseccomp
 
-    roots = {
-        str(images.PACKAGE_DIR.parent),
-        str(Path(msgpack.__file__).parent.parent),
-        str(Path(pyseccomp.__file__).parent),
-    }
+    roots = {str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent)}
     code = (
         f"import sys; sys.path[:0] = {sorted(roots)!r}; import runpy; "
         f"runpy.run_module({module!r}, run_name='__main__')"

@@ -22,22 +22,23 @@ Descriptors: 0 and 1 the control socket, 2 the jail's log. A child keeps
 only 3 and 4, its run channel; it closes the rest before any program runs.
 """
 
+import _socket  # socket.py would add selectors, array and enum's extras to every child
 import ast
-import codecs
-import encodings
+import ctypes
 import fcntl
 import gc
-import importlib
 import importlib.machinery
 import os
 import resource
 import select
 import signal
-import socket
+import struct
 import sys
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
-from lackjail.worker import confine, puretools, runner  # noqa: F401 - preloaded for jail tools
+from lackjail.worker import confine, puretools, runner, textcodecs  # noqa: F401 - jail tools
+
+WARM_UPS = 3  # runs of our own warm-up program in the zygote, before the first fork
 
 CTRL = 0
 RUN_IN, RUN_OUT = 3, 4  # a child's run channel
@@ -80,7 +81,7 @@ class Zygote:
 
     def __init__(self, cfg, flt):
         self.cfg, self.flt = cfg, flt
-        self.ctrl = socket.socket(fileno=CTRL)
+        self.ctrl = _socket.socket(fileno=CTRL)
         self.children = {}  # pidfd -> (pid, gen)
         self.gen = 0
         self.poller = select.poll()
@@ -89,7 +90,8 @@ class Zygote:
     def send(self, msg, fds=()):
         data = protocol.encode(msg)
         if fds:
-            sent = socket.send_fds(self.ctrl, [data], list(fds))
+            rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
+            sent = self.ctrl.sendmsg([data], rights)
             data = data[sent:]
         if data:
             self.ctrl.sendall(data)
@@ -157,26 +159,6 @@ class Zygote:
                     return
 
 
-def preload_codecs():
-    """Import every codec of the standard `encodings` package now: a program's
-    `"x".encode("cp1252")` imports one lazily, which a confined child cannot do
-    (its filter kills `openat`), and that is no escape. Codecs this platform
-    lacks (mbcs, oem) stay missing: using one is a LookupError, a plain error."""
-    folder = encodings.__path__[0]
-    for entry in sorted(os.listdir(folder)):
-        name, ext = os.path.splitext(entry)
-        if ext != ".py" or name in ("__init__", "aliases"):
-            continue
-        try:
-            importlib.import_module(f"encodings.{name}")
-        except ImportError:
-            pass
-        try:
-            codecs.lookup(name)  # a miss is cached too: no import is tried again
-        except LookupError:
-            pass
-
-
 def no_lazy_imports():
     """Imports from files end here: a module not loaded yet is a plain ImportError
     (an unknown codec a LookupError), never an `openat` the filter kills."""
@@ -184,11 +166,17 @@ def no_lazy_imports():
 
 
 def main():
-    cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers and booleans
-    preload_codecs()
-    flt = confine.prepare_filter(confine.build_filter()) if cfg["seccomp"] else None
+    cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers, booleans and the BPF
+    bpf = cfg.pop("bpf")
+    flt = confine.prepare_filter(bpf) if cfg["seccomp"] else None
+    textcodecs.preload()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Our own fixed program, run here: its bytecode is specialised and the caches it
+    # fills are filled once, in pages the children share, not written by every child.
+    for _ in range(WARM_UPS):
+        runner.warm_up(cfg)
     gc.collect()
+    ctypes.CDLL(None).malloc_trim(0)  # hand free heap pages back: a smaller zygote
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
     Zygote(cfg, flt).serve()
 

@@ -1,5 +1,5 @@
 """From inside the real jail, with a test-only probe (not through lackpy): what the
-image shows, and what the child's seccomp filter stops."""
+image shows, and what the child's seccomp filter (built on the host) stops."""
 
 import json
 import subprocess
@@ -10,6 +10,7 @@ import pytest
 
 from lackjail.pool import image as images
 from lackjail.pool import isolation
+from lackjail.pool.syscall_filter import child_filter
 
 CHECKOUT = str(Path(__file__).resolve().parents[2])
 
@@ -27,7 +28,7 @@ try:
     out["interfaces"] = [name for _, name in socket.if_nameindex()]
 except OSError as exc:
     out["interfaces"] = "socket refused: " + exc.strerror
-bpf = confine.prepare_filter(confine.build_filter())
+bpf = confine.prepare_filter(BPF)
 tries = {
     "open": "os.open('/dev/null', os.O_RDONLY)",
     "socket": "socket.socket()",
@@ -52,7 +53,7 @@ for name, code in tries.items():
     else:
         out["after_filter"][name] = "exit %d" % os.WEXITSTATUS(status)
 print(json.dumps(out))
-""".replace("CHECKOUT", repr(CHECKOUT))
+""".replace("CHECKOUT", repr(CHECKOUT)).replace("BPF", repr(child_filter()))
 
 
 @pytest.fixture(scope="module")
