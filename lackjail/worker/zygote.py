@@ -165,6 +165,26 @@ def no_lazy_imports():
     sys.meta_path[:] = [f for f in sys.meta_path if f is not importlib.machinery.PathFinder]
 
 
+def immortalize_heap() -> int:
+    """Make every object the collector tracks immortal (PEP 683), as CPython 3.12 marks
+    its own: the low 32 bits of the reference count all set. A child that uses such an
+    object writes no reference count, so the page it lives on stays shared instead of
+    being copied (about 100 fewer page faults per child). The zygote keeps these objects
+    for its whole life anyway. Strings and numbers (not tracked) stay as they are.
+    Returns how many objects were marked (0 where the layout is not 3.12's, 64-bit)."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 12):
+        return 0
+    if sys.maxsize < 2**32 or sys.byteorder != "little":
+        return 0
+    marked = 0
+    for obj in gc.get_objects():
+        refcount = ctypes.c_uint32.from_address(id(obj))  # ob_refcnt's low half
+        if refcount.value != 0xFFFFFFFF:  # static objects are immortal already
+            refcount.value = 0xFFFFFFFF
+            marked += 1
+    return marked
+
+
 def main():
     cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers, booleans and the BPF
     bpf = cfg.pop("bpf")
@@ -176,9 +196,11 @@ def main():
     for _ in range(WARM_UPS):
         runner.warm_up(cfg)
     gc.collect()
+    immortalize_heap()
     ctypes.CDLL(None).malloc_trim(0)  # hand free heap pages back: a smaller zygote
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
     Zygote(cfg, flt).serve()
+    os._exit(0)  # no interpreter teardown over an immortal heap
 
 
 if __name__ == "__main__":
