@@ -37,6 +37,7 @@ TPUT_REUSE = "reuse throughput, 2 workers (runs/s)"
 COLD = "cold start to first result (ms)"
 FAULTS = "child page faults, whole life (minflt per child)"
 FAULTS_READY = "child page faults when ready (minflt per spare)"
+ZYGOTE_START = "zygote CPU to start, with its first spares (ms)"
 MONTY = "monty pooled fresh session p50 (us)"
 MONTY_CALL = "monty external call (median us per call)"
 LACKPY = "lackpy in-process run p50 (us)"
@@ -240,6 +241,12 @@ def _spent(label, before: Usage, after: Usage, runs: int, wall_s: float) -> Figu
     return figures
 
 
+def _cpu_ms(pid):
+    """CPU time of process PID so far in ms, to the nanosecond (/proc/PID/schedstat)."""
+    with open(f"/proc/{pid}/schedstat") as fh:
+        return int(fh.read().split()[0]) / 1e6
+
+
 def _spare_faults(zygotes):
     """Minor faults (minflt, field 10) of each child waiting for a run, read per child."""
     import psutil
@@ -278,6 +285,11 @@ def fresh_figures(n=500, isolation=None, callers=4):
     figures = Figures()
     figures[COLD], figures["isolation"] = cold_start_ms(isolation)
     with Jail(workers=WORKERS, isolation=isolation) as jail:
+        _settle(jail)
+        started = [_cpu_ms(z.pid) for z in _zygotes()]
+        figures[ZYGOTE_START] = statistics.median(started) if started else None
+        if not started:
+            figures.missing(ZYGOTE_START, "no zygote found")
         _expect(jail.run(TRIVIAL))
         _settle(jail)
         zygotes = _zygotes()

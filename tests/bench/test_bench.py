@@ -25,6 +25,7 @@ ISSUE_10_FIGURES = [
     bench.COLD,
     bench.FAULTS,
     bench.FAULTS_READY,
+    bench.ZYGOTE_START,
     bench.MONTY,
     bench.MONTY_CALL,
     bench.LACKPY,
