@@ -1,6 +1,7 @@
 """Running `lackjail` as a user does: a real subprocess of this checkout (a unique module name)."""
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,30 @@ def lackjail(*args, stdin=None, cwd=None, env=None, timeout=180):
         cwd=cwd or ROOT,
         env=cli_env(**(env or {})),
     )
+
+
+def on_a_terminal(args, cwd, stream="stdout", **env) -> tuple[str, int]:
+    """`python -m lackjail.cli ARGS` in CWD with STREAM ("stdout" or "stderr") on a
+    pseudo-terminal and the other piped; what the terminal showed, and the exit code."""
+    master, slave = pty.openpty()
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: slave}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", *args],
+        cwd=cwd,
+        env=cli_env(TERM="xterm", **env),
+        stdin=subprocess.DEVNULL,
+        **streams,
+    )
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the terminal closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    proc.communicate(timeout=60)
+    os.close(master)
+    return shown.decode("utf-8", "replace"), proc.returncode

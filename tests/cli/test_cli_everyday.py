@@ -3,13 +3,11 @@ in every --help, shell completion of kits and policies, limit flags that only ti
 user's and the workspace's config."""
 
 import json
-import os
-import pty
 import subprocess
 import sys
 
 import pytest
-from cli_support import cli_env, lackjail
+from cli_support import cli_env, lackjail, on_a_terminal
 from click.testing import CliRunner
 
 from lackjail.cli import COMMANDS, cli
@@ -100,37 +98,12 @@ def test_quiet_and_verbose(tmp_path, require_nsjail):
     assert both.returncode == 2 and "disagree" in both.stderr
 
 
-def _stdout_on_a_terminal(args, cwd, **env):
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lackjail.cli", *args],
-        cwd=cwd,
-        env=cli_env(TERM="xterm", **env),
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    proc.communicate(timeout=60)
-    os.close(master)
-    return shown.decode("utf-8", "replace")
-
-
 def test_colour_on_a_terminal_unless_no_color(tmp_path):
     (tmp_path / "good.lackpy").write_text("1\n")
     (tmp_path / "bad.lackpy").write_text("import os\n")
-    coloured = _stdout_on_a_terminal(["gate", "."], tmp_path, NO_COLOR="")
+    coloured, _ = on_a_terminal(["gate", "."], tmp_path, NO_COLOR="")
     assert "\x1b[32mPASS\x1b[0m" in coloured and "\x1b[31m\x1b[1mFAIL" in coloured
-    plain = _stdout_on_a_terminal(["gate", "."], tmp_path, NO_COLOR="1")
+    plain, _ = on_a_terminal(["gate", "."], tmp_path, NO_COLOR="1")
     assert "PASS  good.lackpy" in plain and "\x1b[" not in plain
     piped = lackjail("gate", ".", cwd=tmp_path)  # not a terminal: no colour either
     assert "\x1b[" not in piped.stdout and "FAIL  bad.lackpy" in piped.stdout

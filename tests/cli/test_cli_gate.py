@@ -3,14 +3,12 @@ and as a subprocess for exit codes, stdin, reports and bad input."""
 
 import json
 import os
-import pty
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from cli_support import lackjail, on_a_terminal
 from click.testing import CliRunner
-from gate_support import PROGRAMS, check_sarif, cli_env, lackjail, make_tree
+from gate_support import PROGRAMS, check_sarif, make_tree
 
 from lackjail.cli.gate import gate
 from lackjail.gate import Gate, discover, render
@@ -252,28 +250,7 @@ def test_help_documents_exit_codes(tree):
 
 def _stderr_on_a_terminal(args, cwd):
     """Run the gate with stderr on a pseudo-terminal; return what the terminal showed."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lackjail.cli", "gate", *args],
-        cwd=cwd,
-        env=cli_env(COLUMNS="100", TERM="xterm"),
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
-    )
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the terminal closed
-            break
-        if not chunk:
-            break
-        shown += chunk
-    proc.communicate(timeout=60)
-    os.close(master)
-    return shown.decode("utf-8", "replace"), proc.returncode
+    return on_a_terminal(["gate", *args], cwd, "stderr", COLUMNS="100")
 
 
 def test_progress_bar_on_a_terminal_and_silent_in_json_mode(tree):

@@ -3,9 +3,6 @@ checks.
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -52,25 +49,6 @@ def make_tree(root: Path) -> Path:
     (root / ".hidden" / "skipped.lackpy").write_text("import os\n")
     (root / "tree-policy.toml").write_text(POLICY)
     return root
-
-
-def cli_env(**extra) -> dict:
-    """The environment for `python -m lackjail.cli`: this checkout first on the path."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, **extra}
-
-
-def lackjail(*args, cwd, stdin=None):
-    """`python -m lackjail.cli ARGS` as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "lackjail.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-        env=cli_env(),
-    )
 
 
 def check_sarif(log: dict) -> None:
