@@ -28,9 +28,11 @@ def project(tmp_path):
 # --- template -----------------------------------------------------------------------------------
 
 
-def test_template_create_and_list(project):
+def create_read_template(project):
+    """`lackjail template create` of the template `read` ("read the file {path}", kit
+    readonly) that returns the file's content; the click result."""
     (project / "read.lackpy").write_text("content = read_file({path})\ncontent\n")
-    done = invoke(
+    return invoke(
         template,
         "create",
         "read.lackpy",
@@ -41,6 +43,10 @@ def test_template_create_and_list(project):
         "--kit",
         "readonly",
     )
+
+
+def test_template_create_and_list(project):
+    done = create_read_template(project)
     assert done.exit_code == 0, done.output
     assert "saved template read" in done.stdout
     listed = invoke(template, "list")
@@ -192,21 +198,7 @@ def test_delegate_run_end_to_end(project, llm, jail_ready):
 
 
 def test_delegate_run_template_counts_and_injection(project, jail_ready):
-    (project / "read.lackpy").write_text("content = read_file({path})\ncontent\n")
-    assert (
-        invoke(
-            template,
-            "create",
-            "read.lackpy",
-            "--name",
-            "read",
-            "--pattern",
-            "read the file {path}",
-            "--kit",
-            "readonly",
-        ).exit_code
-        == 0
-    )
+    assert create_read_template(project).exit_code == 0
     write_config(project, '[inference]\norder = ["templates"]\n')
     ok = invoke(delegate, "read the file notes.txt", "--kit", "readonly", "--json")
     assert ok.exit_code == 0, ok.output
