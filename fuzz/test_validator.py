@@ -150,22 +150,29 @@ DANGEROUS = {
 BAD_ATTRIBUTE_PREFIXES = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
 
+def accepted_text(source) -> str:
+    """An accepted SOURCE as text: bytes decoded as UTF-8, a leading BOM dropped."""
+    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    return text.removeprefix("\ufeff")
+
+
+def assert_safe_attribute(node: ast.Attribute) -> None:
+    """No underscore or frame/code/generator attribute, no format lookups, no stores."""
+    assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES)
+    assert node.attr not in ("format", "format_map", "mro")
+    assert not isinstance(node.ctx, ast.Store)
+
+
 def assert_obeys_language(source):
     """The naive checker: walk a fresh parse of an accepted program and check every rule."""
-    text = source.decode("utf-8") if isinstance(source, bytes) else source
-    text = text.removeprefix("\ufeff")
+    text = accepted_text(source)
     assert "\x00" not in text
     tree = ast.parse(text)
     key_lambdas = set()
     for node in ast.walk(tree):
         assert type(node).__name__ in ALLOWED_NODES, ast.dump(node)
         if isinstance(node, ast.Attribute):
-            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in (
-                "format",
-                "format_map",
-                "mro",
-            )
-            assert not isinstance(node.ctx, ast.Store)
+            assert_safe_attribute(node)
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 assert "__" not in node.value
@@ -205,11 +212,10 @@ def assert_obeys_language(source):
             assert token.string.isascii(), token
 
 
-def checked(source) -> ValidationResult:
-    """Validate SOURCE: no exception, within the time bound, a coherent result; check what it
-    accepts."""
+def coherent(source, language: str) -> ValidationResult:
+    """Validate SOURCE at LANGUAGE: no exception, within the time bound, a coherent result."""
     started = time.thread_time()
-    result = validate(source, tools=TOOLS, params=PARAMS)
+    result = validate(source, tools=TOOLS, params=PARAMS, language=language)
     assert time.thread_time() - started < TIME_BOUND
     assert isinstance(result, ValidationResult)
     assert result.valid == (not result.errors)
@@ -218,6 +224,12 @@ def checked(source) -> ValidationResult:
         assert isinstance(error.message, str) and error.message
         assert error.line is None or error.line >= 1
         assert error.col is None or error.col >= 1  # 1-based
+    return result
+
+
+def checked(source) -> ValidationResult:
+    """Validate SOURCE (coherent(), at the lackpy level) and check what it accepts."""
+    result = coherent(source, "lackpy")
     if result.valid:
         assert_obeys_language(source)
         assert set(result.calls) <= CALLABLE | {c for c in result.calls if c.startswith("fs.")}
@@ -539,19 +551,12 @@ def _exits_in_finally(statements, in_loop=False):
 
 def assert_obeys_extended(source):
     """The naive checker for the extended level."""
-    text = source.decode("utf-8") if isinstance(source, bytes) else source
-    text = text.removeprefix("\ufeff")
-    tree = ast.parse(text)
+    tree = ast.parse(accepted_text(source))
     compile(tree, "<fuzz>", "exec")  # return/break/continue placed where Python allows them
     for node in ast.walk(tree):
         assert type(node).__name__ in EXTENDED_NODES, ast.dump(node)
         if isinstance(node, ast.Attribute):
-            assert not node.attr.startswith(BAD_ATTRIBUTE_PREFIXES) and node.attr not in (
-                "format",
-                "format_map",
-                "mro",
-            )
-            assert not isinstance(node.ctx, ast.Store)
+            assert_safe_attribute(node)
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, (str, bytes)):
                 assert ("__" if isinstance(node.value, str) else b"__") not in node.value
@@ -580,14 +585,8 @@ def assert_obeys_extended(source):
 
 
 def checked_extended(source) -> ValidationResult:
-    started = time.thread_time()
-    result = validate(source, tools=TOOLS, params=PARAMS, language="extended")
-    assert time.thread_time() - started < TIME_BOUND
-    assert result.valid == (not result.errors)
-    assert not [e for e in result.errors if e.rule == "internal"], result.errors
-    for error in result.errors:
-        assert error.line is None or error.line >= 1
-        assert error.col is None or error.col >= 1
+    """Validate SOURCE (coherent(), at the extended level) and check what it accepts."""
+    result = coherent(source, "extended")
     if result.valid:
         assert_obeys_extended(source)
         # what lackpy accepts, extended accepts too
