@@ -426,8 +426,9 @@ class _Walker:
     # -- handlers, one per allowed node class ---------------------------------
 
     def children(self, node, depth):
-        """A node with no rule of its own: visit the fields _CHILDREN names for its
-        class, in the order Python evaluates them (None and empty fields are skipped)."""
+        """Visit the fields _CHILDREN names for NODE's class, in the order Python evaluates
+        them (None fields skipped): the whole handler of a node with no rule of its own.
+        The order matters: a read is checked against the bindings made before it."""
         visit = self.visit
         for field in _CHILDREN[node.__class__]:
             child = getattr(node, field)
