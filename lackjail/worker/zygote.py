@@ -34,6 +34,7 @@ import select
 import signal
 import struct
 import sys
+import types
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
 from lackjail.worker import confine, puretools, runner, textcodecs  # noqa: F401 - jail tools
@@ -166,22 +167,33 @@ def no_lazy_imports():
 
 
 def immortalize_heap() -> int:
-    """Make every object the collector tracks immortal (PEP 683), as CPython 3.12 marks
-    its own: the low 32 bits of the reference count all set. A child that uses such an
-    object writes no reference count, so the page it lives on stays shared instead of
-    being copied (about 100 fewer page faults per child). The zygote keeps these objects
-    for its whole life anyway. Strings and numbers (not tracked) stay as they are.
-    Returns how many objects were marked (0 where the layout is not 3.12's, 64-bit)."""
+    """Make the zygote's objects immortal (PEP 683), as CPython 3.12 marks its own: the
+    low 32 bits of the reference count all set. A child that uses such an object writes
+    no reference count, so the page it lives on stays shared instead of being copied
+    (~150 fewer page faults per child). The zygote keeps these objects for its whole life
+    anyway. Marked: every object the collector tracks, and of the untracked ones (strings,
+    numbers, code) those a run reaches first: functions' code and constants, and the
+    values of dicts (module globals, class attributes). Returns how many were marked (0
+    where the layout is not 3.12's, 64-bit)."""
     if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 12):
         return 0
     if sys.maxsize < 2**32 or sys.byteorder != "little":
         return 0
+    tracked = gc.get_objects()
+    untracked = []
+    for obj in tracked:
+        if type(obj) is dict:
+            untracked += [v for v in obj.values() if not gc.is_tracked(v)]
+        elif type(obj) is types.FunctionType:
+            untracked.append(obj.__code__)
+            untracked += [c for c in obj.__code__.co_consts if not gc.is_tracked(c)]
     marked = 0
-    for obj in gc.get_objects():
-        refcount = ctypes.c_uint32.from_address(id(obj))  # ob_refcnt's low half
-        if refcount.value != 0xFFFFFFFF:  # static objects are immortal already
-            refcount.value = 0xFFFFFFFF
-            marked += 1
+    for objects in (tracked, untracked):
+        for obj in objects:
+            refcount = ctypes.c_uint32.from_address(id(obj))  # ob_refcnt's low half
+            if refcount.value != 0xFFFFFFFF:  # static objects are immortal already
+                refcount.value = 0xFFFFFFFF
+                marked += 1
     return marked
 
 

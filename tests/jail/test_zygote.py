@@ -16,16 +16,19 @@ HEAP = """
 import gc, sys
 sys.path.insert(0, ROOT)
 from lackjail.worker import zygote
-def old(): return 1
+def old(): return 1.5 * 2
+TEXT = "".join(["not ", "interned"])
 marked = zygote.immortalize_heap()
 young = [object() for _ in range(3)]
 assert marked > 1000, marked
 assert sys.getrefcount(old) == 0xFFFFFFFF, sys.getrefcount(old)
 assert sys.getrefcount(zygote.Zygote) == 0xFFFFFFFF
+assert sys.getrefcount(old.__code__) == 0xFFFFFFFF  # untracked, reached from a function
+assert sys.getrefcount(TEXT) == 0xFFFFFFFF  # untracked, a module global
 assert sys.getrefcount(young) < 10 and sys.getrefcount(young[0]) < 10
 refs = [old] * 1000  # increments on an immortal object store nothing
 del refs
-assert sys.getrefcount(old) == 0xFFFFFFFF and old() == 1
+assert sys.getrefcount(old) == 0xFFFFFFFF and old() == 3.0
 gc.collect()
 print("ok")
 """.replace("ROOT", repr(ROOT))
