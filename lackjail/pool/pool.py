@@ -25,6 +25,11 @@ from lackjail.pool.run import Outcome, Request, Run
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
+# A jail idle this long has its reports (spares spawned, ready) read by the supervisor, so the
+# next run finds them adopted; sooner, the run that borrows it reads them (back to back, a
+# jail is borrowed again within a run's time, and waking the supervisor for each report
+# would cost the caller more than it saves).
+SETTLE_S = 0.003
 
 
 class PoolError(RuntimeError):
@@ -53,6 +58,7 @@ class Pool:
         self._idle: collections.deque[JailProcess] = collections.deque()  # oldest first
         self._retired: list[JailProcess] = []
         self._lent: dict[JailProcess, int] = {}  # jail -> the thread running on it
+        self._lent_killed = threading.Event()  # closing: the lent jails have been killed
         self._waiters: collections.deque = collections.deque()  # (event, slot), oldest first
         self._closed = False
         self._ids = itertools.count(1)
@@ -132,8 +138,10 @@ class Pool:
                 for jail in self._starting:
                     for fd in jail.watch_fds():
                         watched[fd] = jail
+                settled = time.monotonic() - SETTLE_S
                 for jail in self._idle:
-                    watched[jail.pidfd] = jail
+                    for fd in jail.watch_fds() if jail.last_used <= settled else [jail.pidfd]:
+                        watched[fd] = jail
                 timeout = self._next_timer()
             poller = select.poll()
             poller.register(self._wake_r, select.POLLIN)
@@ -146,9 +154,8 @@ class Pool:
                         _drain(self._wake_r)
                     elif watched[fd] in self._starting:
                         self._pump_starting(watched[fd])
-                    elif watched[fd] in self._idle and watched[fd].exited():
-                        self._idle.remove(watched[fd])
-                        self._retire(watched[fd], "the jail exited while idle")
+                    elif watched[fd] in self._idle:
+                        self._pump_idle(watched[fd])
                 self._check_start_deadlines()
             if time.monotonic() - last_ping >= PING_EVERY_S:
                 last_ping = time.monotonic()
@@ -165,6 +172,7 @@ class Pool:
             lent = [j for j in self._jails if j not in idle and j not in self._retired]
         for jail in lent:
             jail.signal_kill()
+        self._lent_killed.set()
         for jail in idle:
             jail.stop()
         with self._cond:
@@ -183,6 +191,7 @@ class Pool:
     def _next_timer(self) -> float:
         now = time.monotonic()
         times = [now + PING_EVERY_S, *self._starting.values()]
+        times += [j.last_used + SETTLE_S for j in self._idle if j.last_used + SETTLE_S > now]
         if len(self._jails) < self.size:
             times.append(self._next_start)
         return max(0.0, min(times) - now)
@@ -213,6 +222,20 @@ class Pool:
             del self._starting[jail]
             self._backoff = 0.05
             self._offer(jail)
+
+    def _pump_idle(self, jail: JailProcess) -> None:
+        """Read what an idle jail reports (children spawned, ready, ended) while it waits,
+        so the run that borrows it finds its spares adopted; a jail that ended or broke the
+        protocol is retired."""
+        try:
+            jail.pump_ctrl()
+            jail.forget_ended()
+            jail.pump_children()
+            if jail.exited():
+                raise JailDied("the jail exited while idle")
+        except (JailDied, protocol.ProtocolError) as exc:
+            self._idle.remove(jail)
+            self._retire(jail, str(exc))
 
     def _check_start_deadlines(self) -> None:
         now = time.monotonic()
@@ -266,13 +289,16 @@ class Pool:
     # -- lending --------------------------------------------------------
 
     def _borrow(self, timeout: float) -> JailProcess:
-        """A free jail, the one idle longest (its spares are the warmest); callers
-        that must wait are served first come, first served."""
+        """A free jail: the one with the most spares ready (the supervisor reads their
+        `ready` while the jail is idle), else the one idle longest; callers that must wait
+        are served first come, first served."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._idle and not self._waiters:
-                return self._lend(self._idle.popleft())
+                jail = max(self._idle, key=JailProcess.ready_count)  # ties: the longest idle
+                self._idle.remove(jail)
+                return self._lend(jail)
             if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(
                     f"the run queue is full ({self.policy.pool.queue} waiting); retry later"
@@ -374,7 +400,8 @@ class Pool:
     def close(self) -> None:
         """Stop every jail; runs in progress end as `killed`. When it returns no process is
         left, unless the calling thread itself is running a program on this pool (a tool
-        closing its own Jail): that jail is reaped when its run gives it back."""
+        closing its own Jail): that jail is already killed, and reaped when its run gives
+        it back."""
         with self._cond:
             self._closed = True
             for ready, _ in self._waiters:  # they wake to find no jail: "the pool is closed"
@@ -382,7 +409,11 @@ class Pool:
             self._cond.notify_all()
             self._wake()
             mine = threading.get_ident() in self._lent.values()
-        if not mine and self._supervisor is not threading.current_thread():
+        if self._supervisor is threading.current_thread():
+            return
+        if mine:
+            self._lent_killed.wait()
+        else:
             self._supervisor.join()
 
     def _close_launcher(self) -> None:

@@ -3,6 +3,7 @@ bytes: the filter in force in a child is exactly those bytes, installed before a
 run, and a zygote given anything but a BPF program does not start."""
 
 import os
+import time
 
 import psutil
 import pyseccomp as seccomp
@@ -45,14 +46,25 @@ class _Limits:
     memory_mb, cpu_s, output_bytes, value_bytes = 256, 5, 1000, 1000
 
 
+def _settled(jail, zygote) -> bool:
+    """The one jail is idle with every spare ready, and the child that ran has exited: each
+    child the zygote has now said `ready`."""
+    spares = jail.policy.pool.spares
+    with jail.pool._cond:
+        ready = sum(j.ready_count() for j in jail.pool._idle)
+    return ready == spares and len(zygote.children()) == spares
+
+
 def test_a_ready_child_is_already_filtered(require_nsjail):
     with Jail(workers=1) as jail:
         assert jail.run(TRIVIAL).value == 3
         (zygote,) = psutil.Process(jail.pool.pids()[0]).children()
         mode, zygote_filters = _seccomp_status(zygote.pid)
-        children = zygote.children()
-        assert children, "no spare child"
-        for child in children:
+        deadline = time.monotonic() + 30
+        while not _settled(jail, zygote):
+            assert time.monotonic() < deadline, "the spares never became ready"
+            time.sleep(0.02)
+        for child in zygote.children():
             # nsjail's filter, inherited, plus the child's own
             assert _seccomp_status(child.pid) == ("2", zygote_filters + 1)
 

@@ -68,20 +68,38 @@ def test_close_during_runs_kills_them_and_reaps_every_jail(require_nsjail):
         jail.pool.execute(Request("1", {}))
 
 
+def _gone(pids, timeout: float = 30) -> bool:
+    """Have all PIDS ended (or become zombies) within TIMEOUT?"""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = 0
+        for pid in pids:
+            try:
+                alive += psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_a_tool_that_closes_its_own_pool_does_not_hang_it(require_nsjail):
-    """The calling thread holds a lent jail, so close cannot wait for it; the run ends
-    `killed` and the supervisor reaps the jail when the run gives it back."""
+    """The calling thread holds a lent jail, so close cannot wait for its reaping; the jail
+    is killed before close returns, the run ends `killed`, and the supervisor reaps the jail
+    when the run gives it back."""
     before = _children()
     pool = Pool(_policy(), workers=1)
     closed = []
 
     def handler(tool, args, kwargs):
+        jail_pids = {p.pid for p in psutil.Process().children(recursive=True)} - before
         pool.close()
-        closed.append(tool)
+        closed.append(_gone(jail_pids))  # killed already: its processes end without us
         return CallOutcome(True, 1)
 
     outcome = pool.execute(Request("t()", {}, tools=["t"]), handler)
-    assert closed == ["t"]
+    assert closed == [True]
     assert outcome.status == "killed", outcome
     pool._supervisor.join(30)
     assert not pool._supervisor.is_alive()
