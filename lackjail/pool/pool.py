@@ -290,13 +290,14 @@ class Pool:
 
     def _borrow(self, timeout: float) -> JailProcess:
         """A free jail: the one with the most spares ready (the supervisor reads their
-        `ready` while the jail is idle), else the one idle longest; callers that must wait
-        are served first come, first served."""
+        `ready` while the jail is idle; a jail still forking has fewer), else the one used
+        last; callers that must wait are served first come, first served."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._idle and not self._waiters:
-                jail = max(self._idle, key=JailProcess.ready_count)  # ties: the longest idle
+                # ties go to the jail used last: its child and memory are still in the caches
+                jail = max(reversed(self._idle), key=JailProcess.ready_count)
                 self._idle.remove(jail)
                 return self._lend(jail)
             if len(self._waiters) >= self.policy.pool.queue:
