@@ -740,7 +740,17 @@ class _Walker:
 
     def v_binop(self, node, depth):
         self.operator(node, BINARY_OPERATORS)
-        self.children(node, depth)
+        visit = self.visit
+        visit(node.left, depth)
+        visit(node.right, depth)
+
+    def v_value(self, node, depth):  # Expr, Starred: their one child (hot: not via _CHILDREN)
+        self.visit(node.value, depth)
+
+    def v_subscript(self, node, depth):  # hot: not via _CHILDREN
+        visit = self.visit
+        visit(node.value, depth)
+        visit(node.slice, depth)
 
     def v_constant(self, node, depth):
         value = node.value
@@ -903,14 +913,10 @@ class _Walker:
 
 # What `children()` visits of each node class, in the order Python evaluates it.
 _CHILDREN = {
-    ast.Expr: ("value",),
     ast.If: ("test", "body", "orelse"),
-    ast.Subscript: ("value", "slice"),
     ast.Slice: ("lower", "upper", "step"),
-    ast.Starred: ("value",),
     ast.Compare: ("left", "comparators"),
     ast.BoolOp: ("values",),
-    ast.BinOp: ("left", "right"),
     ast.IfExp: ("test", "body", "orelse"),
     ast.JoinedStr: ("values",),
     ast.FormattedValue: ("value", "format_spec"),
@@ -921,7 +927,7 @@ _CHILDREN = {
 
 _HANDLERS = {
     ast.Module: _Walker.v_module,
-    ast.Expr: _Walker.children,
+    ast.Expr: _Walker.v_value,
     ast.Assign: _Walker.v_assign,
     ast.AugAssign: _Walker.v_augassign,
     ast.For: _Walker.v_for,
@@ -930,9 +936,9 @@ _HANDLERS = {
     ast.Lambda: _Walker.v_lambda,
     ast.Name: _Walker.v_name,
     ast.Attribute: _Walker.v_attribute,
-    ast.Subscript: _Walker.children,
+    ast.Subscript: _Walker.v_subscript,
     ast.Slice: _Walker.children,
-    ast.Starred: _Walker.children,
+    ast.Starred: _Walker.v_value,
     ast.List: _Walker.v_sequence,
     ast.Tuple: _Walker.v_sequence,
     ast.Set: _Walker.v_sequence,
