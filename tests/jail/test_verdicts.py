@@ -62,15 +62,23 @@ def test_str_of_huge_int_is_an_error_not_a_hang(tight_jail):
 
 
 def _zygotes(jail):
-    """The zygote (first python) of each jail in the pool."""
+    """The zygote (first python) of each jail in the pool; a child that ends while we look
+    (one that just ran exits) is skipped."""
     out = []
     for pid in jail.pool.pids():
-        procs = sorted(
-            (p for p in psutil.Process(pid).children(recursive=True) if "python" in p.name()),
-            key=lambda p: p.create_time(),
-        )
+        procs = []
+        try:
+            kids = psutil.Process(pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for p in kids:
+            try:
+                if "python" in p.name():
+                    procs.append((p.create_time(), p.pid, p))
+            except psutil.NoSuchProcess:
+                continue
         if procs:
-            out.append(procs[0])
+            out.append(min(procs)[2])
     return out
 
 
