@@ -250,12 +250,19 @@ class _Walker:
         if self.nodes > self.max_nodes or depth > self.max_depth:
             self.over_limit(node, depth)
         kind = node.__class__
-        if kind is _NAME and node.ctx.__class__ is _LOAD and self.lines is None:
-            # Fast path for the commonest node: reading a known or bound name in an ASCII program.
-            ident = node.id
-            if ident in self.names.known or (
-                ident in self.current.names and ident not in FORBIDDEN_NAMES and ident[:2] != "__"
-            ):
+        if kind is _NAME and self.lines is None:
+            # Fast paths for the commonest node in an ASCII program: reading a known or bound
+            # name, and binding an ordinary one; anything else takes v_name's full checks.
+            ident, ctx = node.id, node.ctx.__class__
+            if ctx is _LOAD:
+                if ident in self.names.known or (
+                    ident in self.current.names
+                    and ident not in FORBIDDEN_NAMES
+                    and ident[:2] != "__"
+                ):
+                    return
+            elif ctx is _STORE and ident not in FORBIDDEN_NAMES and ident[:2] != "__":
+                self.bind(ident, node.lineno, node.col_offset)
                 return
         handler = self.handlers.get(kind)
         if handler is None:
@@ -752,6 +759,20 @@ class _Walker:
         visit(node.value, depth)
         visit(node.slice, depth)
 
+    def v_compare(self, node, depth):  # hot: not via _CHILDREN; every operator is allowed
+        self.visit(node.left, depth)
+        for right in node.comparators:
+            self.visit(right, depth)
+
+    def v_joinedstr(self, node, depth):  # f-strings are common: not via _CHILDREN
+        for part in node.values:
+            self.visit(part, depth)
+
+    def v_formattedvalue(self, node, depth):  # hot: not via _CHILDREN
+        self.visit(node.value, depth)
+        if node.format_spec is not None:
+            self.visit(node.format_spec, depth)
+
     def v_constant(self, node, depth):
         value = node.value
         kind = value.__class__
@@ -915,11 +936,8 @@ class _Walker:
 _CHILDREN = {
     ast.If: ("test", "body", "orelse"),
     ast.Slice: ("lower", "upper", "step"),
-    ast.Compare: ("left", "comparators"),
     ast.BoolOp: ("values",),
     ast.IfExp: ("test", "body", "orelse"),
-    ast.JoinedStr: ("values",),
-    ast.FormattedValue: ("value", "format_spec"),
     ast.Raise: ("exc", "cause"),
     ast.Assert: ("test", "msg"),
 }
@@ -946,13 +964,13 @@ _HANDLERS = {
     ast.ListComp: _Walker.v_comp,
     ast.SetComp: _Walker.v_comp,
     ast.DictComp: _Walker.v_dictcomp,
-    ast.Compare: _Walker.children,
+    ast.Compare: _Walker.v_compare,
     ast.BoolOp: _Walker.children,
     ast.UnaryOp: _Walker.v_unaryop,
     ast.BinOp: _Walker.v_binop,
     ast.IfExp: _Walker.children,
-    ast.JoinedStr: _Walker.children,
-    ast.FormattedValue: _Walker.children,
+    ast.JoinedStr: _Walker.v_joinedstr,
+    ast.FormattedValue: _Walker.v_formattedvalue,
     ast.Constant: _Walker.v_constant,
 }
 
