@@ -233,7 +233,7 @@ class Pool:
             jail.pump_children()
             if jail.exited():
                 raise JailDied("the jail exited while idle")
-        except (JailDied, protocol.ProtocolError) as exc:
+        except (JailDied, protocol.ProtocolError, OSError) as exc:
             self._idle.remove(jail)
             self._retire(jail, str(exc))
 

@@ -113,3 +113,40 @@ def test_frames_never_reach_the_controller_callbacks_after_a_protocol_error(tmp_
         outcome = run_on(jail, tool_handler=handler, tools=["t"])
     assert outcome.status == "error" and calls == []
     assert protocol.STATUSES[outcome.status]
+
+
+@pytest.mark.parametrize("where", ["ctrl", "child"])
+def test_garbage_from_an_idle_jail_retires_it_and_the_supervisor_goes_on(
+    tmp_path, monkeypatch, where
+):
+    """The supervisor reads idle jails (their spares' reports): a jail that writes garbage
+    while idle is retired, and the supervisor thread survives to replace it."""
+    import json
+    import sys
+    import time
+
+    from fakejail import FAKE, ROOT
+
+    from lackjail.policy import load_policy
+    from lackjail.pool import Pool, isolation
+
+    garbage = BAD_FRAMES["garbage"]
+    steps = [["spawn", 1], ["ready", 1], ["spawn", 2], ["sleep", 0.1]]
+    steps += [["ctrl", garbage]] if where == "ctrl" else [["write", [2, garbage]]]
+    script = tmp_path / "steps.json"
+    script.write_text(json.dumps(steps))
+    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
+    monkeypatch.setattr(
+        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
+    )
+    pool = Pool(load_policy("default"), workers=1, isolation_level="nsjail")
+    try:
+        (first,) = pool.pids()
+        deadline = time.monotonic() + 30
+        while first in pool.pids():
+            assert time.monotonic() < deadline, "the jail that sent garbage was kept"
+            time.sleep(0.02)
+        assert pool._supervisor.is_alive()
+    finally:
+        pool.close()
+    assert not pool._supervisor.is_alive()
