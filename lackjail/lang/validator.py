@@ -131,13 +131,14 @@ class _Walker:
         "calls",
         "variables",
         "names",
+        "known",
         "lines",
-        "nodes",
+        "room",
         "scope",
         "scopes",
         "current",
         "extended",
-        "handlers",
+        "handler_for",
         "hints",
         "max_nodes",
         "max_depth",
@@ -151,13 +152,14 @@ class _Walker:
         self.calls = set()
         self.variables = set()
         self.names = names
+        self.known = names.known  # read for most Name nodes: one attribute, not two
         self.lines = lines  # UTF-8 lines when the source is not ASCII, else None
-        self.nodes = 0
+        self.room = limits.max_nodes  # nodes still allowed: one count and test per node
         self.scope = 0  # comprehension, lambda, generator and function nesting
         self.current = _Scope(_MODULE)
         self.scopes = [self.current]
         self.extended = extended
-        self.handlers = _EXTENDED_HANDLERS if extended else _HANDLERS
+        self.handler_for = (_EXTENDED_HANDLERS if extended else _HANDLERS).get
         self.hints = hints or {}
         self.max_nodes = limits.max_nodes
         self.max_depth = limits.max_depth
@@ -212,7 +214,7 @@ class _Walker:
 
     def over_limit(self, node, depth):
         """Report the node or depth cap that NODE broke, and stop the walk."""
-        if self.nodes > self.max_nodes:
+        if self.room < 0:
             self.error(
                 "limit-nodes",
                 f"program has more than {self.max_nodes} AST nodes; the limit is {self.max_nodes}",
@@ -241,13 +243,13 @@ class _Walker:
 
     def enter(self, node, depth):
         """Count a node that its parent walks itself (keyword, comprehension, lambda parts)."""
-        self.nodes += 1
-        if self.nodes > self.max_nodes or depth > self.max_depth:
+        self.room -= 1
+        if self.room < 0 or depth > self.max_depth:
             self.over_limit(node, depth)
 
     def visit(self, node, depth):
-        self.nodes += 1
-        if self.nodes > self.max_nodes or depth > self.max_depth:
+        self.room -= 1
+        if self.room < 0 or depth > self.max_depth:
             self.over_limit(node, depth)
         kind = node.__class__
         if kind is _NAME and self.lines is None:
@@ -255,7 +257,7 @@ class _Walker:
             # name, and binding an ordinary one; anything else takes v_name's full checks.
             ident, ctx = node.id, node.ctx.__class__
             if ctx is _LOAD:
-                if ident in self.names.known or (
+                if ident in self.known or (
                     ident in self.current.names
                     and ident not in FORBIDDEN_NAMES
                     and ident[:2] != "__"
@@ -264,7 +266,7 @@ class _Walker:
             elif ctx is _STORE and ident not in FORBIDDEN_NAMES and ident[:2] != "__":
                 self.bind(ident, node.lineno, node.col_offset)
                 return
-        handler = self.handlers.get(kind)
+        handler = self.handler_for(kind)
         if handler is None:
             self.forbidden(node)
         else:
