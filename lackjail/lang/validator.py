@@ -229,17 +229,17 @@ class _Walker:
             )
         raise _Abort
 
-    def operator(self, node, allowed, suffix=""):
-        """Report NODE's operator unless ALLOWED holds it (SUFFIX "=" for `x += 1`)."""
+    def operator(self, node, suffix=""):
+        """Report NODE's operator, one lackpy does not allow (SUFFIX "=" for `x += 1`); the
+        caller tests it (a call per operator node would cost every program)."""
         op = node.op.__class__
-        if op not in allowed:
-            spelt = FORBIDDEN_OPERATORS.get(op, op.__name__) + suffix
-            self.error(
-                "forbidden-operator",
-                f"operator '{spelt}' is not allowed in lackpy",
-                node.lineno,
-                node.col_offset,
-            )
+        spelt = FORBIDDEN_OPERATORS.get(op, op.__name__) + suffix
+        self.error(
+            "forbidden-operator",
+            f"operator '{spelt}' is not allowed in lackpy",
+            node.lineno,
+            node.col_offset,
+        )
 
     def enter(self, node, depth):
         """Count a node that its parent walks itself (keyword, comprehension, lambda parts)."""
@@ -461,7 +461,8 @@ class _Walker:
             visit(target, depth)
 
     def v_augassign(self, node, depth):
-        self.operator(node, BINARY_OPERATORS, "=")
+        if node.op.__class__ not in BINARY_OPERATORS:
+            self.operator(node, "=")
         target = node.target
         if target.__class__ is _NAME and target.id not in self.names.callable:
             self.read(target.id, target.lineno, target.col_offset)  # `x += 1` reads x first
@@ -673,25 +674,27 @@ class _Walker:
         self.visit(node.value, depth)
 
     def display(self, node, items):
-        """A list, tuple, set or dict display (NODE) of ITEMS: at most max_literal of them."""
-        if len(items) > self.max_literal:
-            self.error(
-                "limit-literal-len",
-                f"display has {len(items)} items; the limit is {self.max_literal}",
-                node.lineno,
-                node.col_offset,
-            )
+        """Report a list, tuple, set or dict display (NODE) of more than max_literal ITEMS
+        (the caller tests the length)."""
+        self.error(
+            "limit-literal-len",
+            f"display has {len(items)} items; the limit is {self.max_literal}",
+            node.lineno,
+            node.col_offset,
+        )
 
     def v_sequence(self, node, depth):  # List, Tuple, Set
         elts = node.elts
-        self.display(node, elts)
+        if len(elts) > self.max_literal:
+            self.display(node, elts)
         visit = self.visit
         for elt in elts:
             visit(elt, depth)
 
     def v_dict(self, node, depth):
         keys = node.keys
-        self.display(node, keys)
+        if len(keys) > self.max_literal:
+            self.display(node, keys)
         visit = self.visit
         for key, value in zip(keys, node.values):
             if key is not None:  # None for a `**mapping` entry
@@ -711,11 +714,11 @@ class _Walker:
         """A comprehension or generator expression: its first iterable is read where it
         stands, the rest (targets, conditions, PARTS) in a scope of its own."""
         generators = node.generators
-        self.visit(generators[0].iter, depth + 1)
+        visit = self.visit
+        visit(generators[0].iter, depth + 1)
         if not self.push(kind, node):
             return
-        visit = self.visit
-        for index, gen in enumerate(generators):
+        for gen in generators:
             self.enter(gen, depth)
             target = gen.target
             if gen.is_async:
@@ -725,7 +728,7 @@ class _Walker:
                     target.lineno,
                     target.col_offset,
                 )
-            if index:
+            if gen is not generators[0]:
                 visit(gen.iter, depth + 1)
             visit(target, depth + 1)
             for cond in gen.ifs:
@@ -744,11 +747,13 @@ class _Walker:
         self.generators(node, depth, _FUNCTION, (node.elt,))
 
     def v_unaryop(self, node, depth):
-        self.operator(node, UNARY_OPERATORS)
+        if node.op.__class__ not in UNARY_OPERATORS:
+            self.operator(node)
         self.visit(node.operand, depth)
 
     def v_binop(self, node, depth):
-        self.operator(node, BINARY_OPERATORS)
+        if node.op.__class__ not in BINARY_OPERATORS:
+            self.operator(node)
         visit = self.visit
         visit(node.left, depth)
         visit(node.right, depth)
@@ -760,6 +765,11 @@ class _Walker:
         visit = self.visit
         visit(node.value, depth)
         visit(node.slice, depth)
+
+    def v_if(self, node, depth):  # hot: not via _CHILDREN
+        self.visit(node.test, depth)
+        self.block(node.body, depth)
+        self.block(node.orelse, depth)
 
     def v_compare(self, node, depth):  # hot: not via _CHILDREN; every operator is allowed
         self.visit(node.left, depth)
@@ -936,7 +946,6 @@ class _Walker:
 
 # What `children()` visits of each node class, in the order Python evaluates it.
 _CHILDREN = {
-    ast.If: ("test", "body", "orelse"),
     ast.Slice: ("lower", "upper", "step"),
     ast.BoolOp: ("values",),
     ast.IfExp: ("test", "body", "orelse"),
@@ -951,7 +960,7 @@ _HANDLERS = {
     ast.Assign: _Walker.v_assign,
     ast.AugAssign: _Walker.v_augassign,
     ast.For: _Walker.v_for,
-    ast.If: _Walker.children,
+    ast.If: _Walker.v_if,
     ast.Call: _Walker.v_call,
     ast.Lambda: _Walker.v_lambda,
     ast.Name: _Walker.v_name,
