@@ -412,8 +412,9 @@ class Pool:
             mine = threading.get_ident() in self._lent.values()
         if self._supervisor is threading.current_thread():
             return
-        if mine:
-            self._lent_killed.wait()
+        if mine:  # bounded by the supervisor's life: a dead one sets nothing
+            while not self._lent_killed.wait(0.1) and self._supervisor.is_alive():
+                pass
         else:
             self._supervisor.join()
 
