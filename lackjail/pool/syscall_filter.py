@@ -120,12 +120,20 @@ KILLED = (
 )
 
 
+# libseccomp's binary-tree layout: the same rules, but a syscall number meets ~15 instructions
+# instead of ~98 (mean) in a row. Installing a filter, the kernel runs it once per syscall
+# number to fill its action cache, so the path length is the install's cost: ~105 -> ~40 us
+# in C outside the jail, ~160 -> ~105 us for the child's whole install step in the jail.
+BINARY_TREE = 2
+
+
 @functools.cache
 def child_filter() -> bytes:
     """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest."""
     import pyseccomp as seccomp
 
     flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
+    flt.set_attr(seccomp.Attr.CTL_OPTIMIZE, BINARY_TREE)
     for name in ALLOWED:
         flt.add_rule(seccomp.ALLOW, name)
     for name in KILLED:
