@@ -50,6 +50,7 @@ _EXCEPTIONS = frozenset(EXCEPTION_NAMES)
 _STORE = ast.Store
 _LOAD = ast.Load
 _NAME = ast.Name
+_CONSTANT = ast.Constant
 _LAMBDA = ast.Lambda
 
 
@@ -100,7 +101,7 @@ def _name_list(names, what):
 
 _NO_NAMES = {extended: _Names((), (), extended) for extended in (False, True)}
 
-_MODULE, _FUNCTION, _COMPREHENSION = 0, 1, 2
+_MODULE, _FUNCTION = 0, 1
 
 
 class _Scope:
@@ -109,18 +110,34 @@ class _Scope:
     A read of a name nothing has bound yet is not an error at once when a later
     binding can still reach it: inside a loop (a later iteration binds it), or
     in a function body or generator (it runs after the enclosing scope went on).
+    A comprehension runs at once: it has no scope object, see `generators`.
     `loops` holds, per open loop, its waiting reads and the `finally` depth at
     its start; `late` the reads that wait for the scope's end.
     """
 
     __slots__ = ("kind", "names", "loops", "late", "in_finally")
 
-    def __init__(self, kind, names=()):
+    def __init__(self, kind):
         self.kind = kind
-        self.names = set(names)
+        self.names = set()
         self.loops = []
         self.late = []
         self.in_finally = 0
+
+
+def _stored_names(target):
+    """The names a `for` target binds: its Name nodes, inside tuples, lists and stars."""
+    names, todo = [], [target]
+    while todo:
+        node = todo.pop()
+        kind = node.__class__
+        if kind is _NAME:
+            names.append(node.id)
+        elif kind is ast.Tuple or kind is ast.List:
+            todo += node.elts
+        elif kind is ast.Starred:
+            todo.append(node.value)
+    return names
 
 
 class _Walker:
@@ -138,7 +155,7 @@ class _Walker:
         "scopes",
         "current",
         "extended",
-        "handler_for",
+        "handlers",
         "hints",
         "max_nodes",
         "max_depth",
@@ -159,7 +176,7 @@ class _Walker:
         self.current = _Scope(_MODULE)
         self.scopes = [self.current]
         self.extended = extended
-        self.handler_for = (_EXTENDED_HANDLERS if extended else _HANDLERS).get
+        self.handlers = _EXTENDED_HANDLERS if extended else _HANDLERS
         self.hints = hints or {}
         self.max_nodes = limits.max_nodes
         self.max_depth = limits.max_depth
@@ -257,17 +274,26 @@ class _Walker:
             # name, and binding an ordinary one; anything else takes v_name's full checks.
             ident, ctx = node.id, node.ctx.__class__
             if ctx is _LOAD:
-                if ident in self.known or (
-                    ident in self.current.names
-                    and ident not in FORBIDDEN_NAMES
-                    and ident[:2] != "__"
-                ):
+                if ident in self.known or ident in self.current.names:
                     return
             elif ctx is _STORE and ident not in FORBIDDEN_NAMES and ident[:2] != "__":
                 self.bind(ident, node.lineno, node.col_offset)
                 return
-        handler = self.handler_for(kind)
-        if handler is None:
+        elif kind is _CONSTANT:
+            # The next commonest: a constant no rule of v_constant's can reject needs no call.
+            value = node.value
+            cls = value.__class__
+            if cls is str:
+                if len(value) <= self.max_literal and "__" not in value:
+                    return
+            elif cls is int:
+                if value.bit_length() <= 3 * self.max_digits:
+                    return
+            elif cls is not bytes:  # None, bool, float, complex, Ellipsis: no rule applies
+                return
+        try:
+            handler = self.handlers[kind]
+        except KeyError:
             self.forbidden(node)
         else:
             handler(self, node, depth + 1)
@@ -279,43 +305,32 @@ class _Walker:
 
     # -- scopes and the undefined-name rule -----------------------------------
 
-    def push(self, kind, node, names=()) -> bool:
+    def push(self, kind, node) -> bool:
         """Open a scope for NODE; False (and an error) past the nesting cap."""
         if self.scope >= self.max_scope:
             self.scope_limit(node)
             return False
         self.scope += 1
-        self.current = _Scope(kind, names)
-        self.scopes.append(self.current)
+        self.current = scope = _Scope(kind)
+        self.scopes.append(scope)
         return True
 
     def pop(self):
-        """Close the innermost scope; its late reads move out to the enclosing scopes."""
+        """Close the innermost scope. Its late reads (a function, lambda or generator body
+        runs later) wait for the enclosing scope's end: any binding there counts, even one
+        after them in the text."""
         scope = self.scopes.pop()
-        self.current = self.scopes[-1]
+        self.current = outer = self.scopes[-1]
         self.scope -= 1
         for item in scope.late:
-            if item[0] not in scope.names:
-                self.resolve_late(item)
-
-    def resolve_late(self, item):
-        """A read that runs later (function, lambda, generator body): any binding of an
-        enclosing scope counts, even one after it in the text."""
-        for scope in reversed(self.scopes):
-            if item[0] in scope.names:
-                return
-            if scope.kind != _COMPREHENSION:
-                scope.late.append(item)
-                return
+            if item[0] not in scope.names and item[0] not in outer.names:
+                outer.late.append(item)
 
     def read(self, ident, line, col):
         """A read of IDENT (not a known name): bound already, or bound later where that counts."""
-        for scope in reversed(self.scopes):
-            if ident in scope.names:
-                return
-            if scope.kind != _COMPREHENSION:  # comprehensions run at once: look further out
-                self.wait(scope, (ident, line, col))
-                return
+        scope = self.current
+        if ident not in scope.names:
+            self.wait(scope, (ident, line, col))
 
     def wait(self, scope, item):
         """ITEM is unbound in SCOPE so far: wait for its innermost loop's end or the
@@ -378,18 +393,22 @@ class _Walker:
             col,
         )
 
-    def check_name(self, ident, line, col, what="name"):
-        """A name or parameter: no forbidden name, no leading '__'."""
+    def check_name(self, ident, line, col, what="name") -> bool:
+        """A name or parameter: no forbidden name, no leading '__' (False, and an error)."""
         if ident in FORBIDDEN_NAMES:
             self.error("forbidden-name", f"{ident!r} is a forbidden name in lackpy", line, col)
         elif ident[:2] == "__":
             self.error(
                 "dunder-name", f"{what} {ident!r} starts with '__', which is not allowed", line, col
             )
+        else:
+            return True
+        return False
 
     def bind(self, ident, line, col):
         """A name being bound: never a builtin, tool or parameter (that would hide or swap a
-        callable)."""
+        callable). The caller has checked IDENT: a scope holds no forbidden or '__' name,
+        so a read of a name found there needs no other test."""
         names = self.names
         if ident in names.builtins:
             self.error(
@@ -407,8 +426,8 @@ class _Walker:
         """A name bound by a parameter, a def or an `except ... as`: every identifier rule."""
         if self.lines is not None:
             self.ascii_identifier(ident, line, col)
-        self.check_name(ident, line, col, what)
-        self.bind(ident, line, col)
+        if self.check_name(ident, line, col, what):
+            self.bind(ident, line, col)
 
     def bind_spelt(self, ident, node, before, what):
         """Bind the name of a def or an `except ... as` (the tree has no place for it):
@@ -429,8 +448,8 @@ class _Walker:
                     line,
                     col,
                 )
-        self.check_name(ident, line, col, what)
-        self.bind(ident, line, col)
+        if self.check_name(ident, line, col, what):
+            self.bind(ident, line, col)
 
     # -- handlers, one per allowed node class ---------------------------------
 
@@ -506,7 +525,12 @@ class _Walker:
                 to_tool = ident in names.tools
                 if to_tool or ident in names.builtins:
                     self.calls.add(ident)
-                visit(func, depth)
+                if ident in self.known and self.lines is None:  # visit()'s fast path, inline
+                    self.room -= 1
+                    if self.room < 0 or depth > self.max_depth:
+                        self.over_limit(func, depth)
+                else:
+                    visit(func, depth)
             elif self.extended or ident in FORBIDDEN_NAMES or ident[:2] == "__":
                 visit(func, depth)  # a bound name (function, lambda) or its own error
             else:
@@ -710,14 +734,28 @@ class _Walker:
             node.col_offset,
         )
 
-    def generators(self, node, depth, kind, parts):
+    def generators(self, node, depth, parts, lazy=False):
         """A comprehension or generator expression: its first iterable is read where it
-        stands, the rest (targets, conditions, PARTS) in a scope of its own."""
+        stands, the rest (targets, conditions, PARTS) with its targets bound.
+
+        A generator expression runs later (LAZY): a scope of its own, whose reads may be
+        bound after it. A comprehension runs at once: its targets are bound in the
+        enclosing scope while it is walked, then the ones that were new are unbound
+        again, as Python keeps them from leaking.
+        """
         generators = node.generators
         visit = self.visit
         visit(generators[0].iter, depth + 1)
-        if not self.push(kind, node):
+        if lazy:
+            if not self.push(_FUNCTION, node):
+                return
+        elif self.scope >= self.max_scope:
+            self.scope_limit(node)
             return
+        else:
+            self.scope += 1
+        names = self.current.names
+        fresh = []
         for gen in generators:
             self.enter(gen, depth)
             target = gen.target
@@ -730,21 +768,26 @@ class _Walker:
                 )
             if gen is not generators[0]:
                 visit(gen.iter, depth + 1)
+            fresh += [ident for ident in _stored_names(target) if ident not in names]
             visit(target, depth + 1)
             for cond in gen.ifs:
                 visit(cond, depth + 1)
         for part in parts:
             visit(part, depth)
-        self.pop()
+        if lazy:
+            self.pop()
+        else:
+            self.scope -= 1
+            names.difference_update(fresh)
 
     def v_comp(self, node, depth):  # ListComp, SetComp
-        self.generators(node, depth, _COMPREHENSION, (node.elt,))
+        self.generators(node, depth, (node.elt,))
 
     def v_dictcomp(self, node, depth):
-        self.generators(node, depth, _COMPREHENSION, (node.key, node.value))
+        self.generators(node, depth, (node.key, node.value))
 
-    def v_genexp(self, node, depth):  # runs lazily: reads may be bound later
-        self.generators(node, depth, _FUNCTION, (node.elt,))
+    def v_genexp(self, node, depth):
+        self.generators(node, depth, (node.elt,), lazy=True)
 
     def v_unaryop(self, node, depth):
         if node.op.__class__ not in UNARY_OPERATORS:

@@ -196,6 +196,31 @@ def test_comprehension_targets_do_not_leak():
     assert rules("x = [y for y in range(3)]\nprint(y)", "lackpy") == ["undefined-name"]
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # a target that shadows a binding leaves it bound
+        ("y = 1\nx = [y for y in range(3)]\nprint(y)", []),
+        # every name of a tuple or starred target is unbound after
+        ("x = [a for a, *b in [(1, 2)]]\nprint(b)", ["undefined-name"]),
+        # the inner comprehension's target is the outer's: unbound only when the outer ends
+        ("x = [[y for y in z] + [y] for y in [1] for z in [[2]]]", []),
+        ("x = [[y for y in z] for z in [[2]]]\nprint(z)", ["undefined-name"]),
+        # a read waiting in a loop is not bound by a comprehension's target
+        ("for i in range(2):\n    print(x)\n    y = [x for x in [1]]", ["undefined-name"]),
+        # a function body read later: the comprehension's target is not the function's name
+        (
+            "def f():\n    g = lambda: w\n    x = [w for w in [1]]\n    return g",
+            ["undefined-name"],
+        ),
+        ("fs = [lambda: w for w in [1]]", []),
+        ("g = (w for w in [1])\nprint(w)", ["undefined-name"]),
+    ],
+)
+def test_comprehension_targets_are_bound_only_inside(source, expected):
+    assert rules(source) == expected
+
+
 def test_a_comprehension_first_iterable_is_read_outside():
     assert rules("x = [y for y in y]") == ["undefined-name"]
     assert rules("y = [1]\nx = [y for y in y]") == []

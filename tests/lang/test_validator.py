@@ -341,7 +341,7 @@ def test_validator_bug_fails_closed(monkeypatch):
     def broken(walker, node, depth):
         raise KeyError("oops")
 
-    monkeypatch.setitem(validator_module._HANDLERS, ast.Constant, broken)
+    monkeypatch.setitem(validator_module._HANDLERS, ast.Assign, broken)
     result = validate("x = 1")
     assert not result.valid
     assert [e.rule for e in result.errors] == ["internal"]
