@@ -768,7 +768,11 @@ class _Walker:
                 )
             if gen is not generators[0]:
                 visit(gen.iter, depth + 1)
-            fresh += [ident for ident in _stored_names(target) if ident not in names]
+            if target.__class__ is _NAME:  # the common target, without a call
+                if target.id not in names:
+                    fresh.append(target.id)
+            else:
+                fresh += [ident for ident in _stored_names(target) if ident not in names]
             visit(target, depth + 1)
             for cond in gen.ifs:
                 visit(cond, depth + 1)
