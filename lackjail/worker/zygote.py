@@ -58,7 +58,7 @@ def child(cfg, flt, gen, run_in, run_out):
         os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
         os.close(0)  # the control socket is the zygote's alone
         os.close(1)
-        runner.warm_up(cfg)
+        runner.warm_up(cfg, runner.CHILD_WARM_UP)
         no_lazy_imports()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
         os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
