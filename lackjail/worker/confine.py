@@ -3,7 +3,7 @@ rlimits, then a seccomp filter (layer (d) of DESIGN.md's defence in depth).
 
 The filter arrives as compiled BPF in the zygote's configuration (built on the
 host by lackjail/pool/syscall_filter.py); the zygote prepares the prctl
-argument once and each child loads it with one prctl.
+argument once and each child loads it with prctl.
 """
 
 import ctypes
@@ -18,6 +18,7 @@ class _SockFprog(ctypes.Structure):
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_prctl = _libc.prctl  # looked up here, in the zygote, not by each child
 
 
 def prepare_filter(bpf: bytes):
@@ -28,15 +29,21 @@ def prepare_filter(bpf: bytes):
     if not isinstance(bpf, bytes) or not bpf or len(bpf) % 8 or len(bpf) // 8 > BPF_MAXINSNS:
         raise ValueError("the seccomp filter is not a BPF program")
     buf = ctypes.create_string_buffer(bpf, len(bpf))
-    return buf, _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    return buf, prog, ctypes.byref(prog)
+
+
+def set_no_new_privs() -> None:
+    """No exec can gain privileges from here on; what lets an unprivileged process load a
+    filter. Irrevocable. Raises OSError."""
+    if _prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def install_filter(prepared) -> None:
     """Load a prepared filter into this process; irrevocable. Raises OSError."""
-    _, prog = prepared
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    set_no_new_privs()  # inherited from the zygote, and set here again all the same
+    if _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prepared[2], 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 

@@ -201,6 +201,10 @@ def main():
     cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers, booleans and the BPF
     bpf = cfg.pop("bpf")
     flt = confine.prepare_filter(bpf) if cfg["seccomp"] else None
+    # The zygote never execs: no_new_privs on it too, inherited by every child (which sets
+    # it again), and the prctl call path is then warm in pages the children share: their
+    # filter step ~150 -> ~115 us, 7 fewer page faults (measured in the jail).
+    confine.set_no_new_privs()
     textcodecs.preload()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Our own fixed program, run here: its bytecode is specialised and the caches it
