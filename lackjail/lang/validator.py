@@ -277,7 +277,12 @@ class _Walker:
                 if ident in self.known or ident in self.current.names:
                     return
             elif ctx is _STORE and ident not in FORBIDDEN_NAMES and ident[:2] != "__":
-                self.bind(ident, node.lineno, node.col_offset)
+                if ident in self.names.callable:  # rebinding one: bind() reports it
+                    self.bind(ident, node.lineno, node.col_offset)
+                else:  # bind()'s own path for an ordinary name, without the call
+                    if self.scope == 0:
+                        self.variables.add(ident)
+                    self.current.names.add(ident)
                 return
         elif kind is _CONSTANT:
             # The next commonest: a constant no rule of v_constant's can reject needs no call.
