@@ -48,8 +48,8 @@ RUN_IN, RUN_OUT = 3, 4  # a child's run channel
 def child(cfg, flt, gen, run_in, run_out):
     """Confine this freshly forked process, then serve runs; never returns.
 
-    A failure before the program's turn exits with code 70 and a traceback
-    on stderr (the jail's log); untrusted code never runs unconfined.
+    A failure before the program's turn exits with code 70, saying why on stderr
+    (the jail's log) where it still can; untrusted code never runs unconfined.
     """
     try:
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (run_in, run_out)]
@@ -64,17 +64,28 @@ def child(cfg, flt, gen, run_in, run_out):
         os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
             confine.install_filter(flt)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        os._exit(70)
+    except BaseException as exc:
+        try:
+            say_why(exc)
+        finally:  # nothing may carry this process on into the zygote's own code
+            os._exit(70)
     os.close(2)
     try:
         runner.serve(RUN_IN, RUN_OUT, cfg, gen)
     except BaseException:
         os._exit(71)
     os._exit(0)
+
+
+def say_why(exc: BaseException) -> None:
+    """Why a child gave up, on descriptor 2 (the jail's log), where it still can: nothing
+    is imported (lazy imports may be off by now), and once the child's rlimits are set a
+    log that is a file takes no more bytes (the write fails; exit code 70 still tells)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+    os.write(2, f"lackjail child: {type(exc).__name__}: {exc}{where}\n".encode(errors="replace"))
 
 
 class Zygote:
