@@ -86,10 +86,6 @@ def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = N
     }
 
 
-def _example(text) -> str:
-    return "(no short example)" if text is None else repr(text)
-
-
 def render(data: dict) -> str:
     """The spec as readable text, for people and prompts."""
     out = [f"{data['language']} (spec version {data['version']})", "", data["summary"], ""]
@@ -126,10 +122,11 @@ def render(data: dict) -> str:
     rules = []
     for rule in data["rules"]:
         rules.append(f"{rule['id']}: {rule['description']}")
-        if rule["rejected"] is not None:
-            level = "" if rule["level"] in ("lackpy", "param") else f" ({rule['level']})"
-            rules.append(f"    rejected{level}: {_example(rule['rejected'])}")
-            rules.append(f"    accepted{level}: {_example(rule['accepted'])}")
+        # a "described" example is words about the program, any other is the program itself
+        show = str if rule["level"] == "described" else repr
+        level = f" ({rule['level']})" if rule["level"] == "extended" else ""
+        rules.append(f"    rejected{level}: {show(rule['rejected'])}")
+        rules.append(f"    accepted{level}: {show(rule['accepted'])}")
     section("Rules (examples assume a tool read_file and a parameter path)", rules)
     section(
         "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]

@@ -2,16 +2,24 @@
 
 Ids are stable: reports, SARIF and `lackjail spec` use them. An example is a
 program (checked by the tests, with a tool `read_file` and a parameter `path`,
-at LEVEL), or None where no short program shows the rule (size caps, input
-types, the validator's own failure). `param-*` examples are `--param` values.
+at LEVEL). Where no short program shows the rule (size caps, input types, a
+failing custom rule, the validator's own failure) LEVEL is "described": the
+examples say in words what is rejected and what is accepted. `param-*` examples
+are `--param` values.
 """
 
 _NEST = "x = " + "[" * 9 + "1" + "".join(f" for a{i} in [1]]" for i in range(9))
 _NEST_OK = "x = " + "[" * 3 + "1" + "".join(f" for a{i} in [1]]" for i in range(3))
 
-# id: (what the rule asks, rejected example, accepted example, level of the examples)
+# id: (what the rule asks, rejected example, accepted example, level of the examples or
+# "param" or "described")
 RULEBOOK = {
-    "input-type": ("a program is str or bytes", None, None, "lackpy"),
+    "input-type": (
+        "a program is str or bytes",
+        "a program that is neither str nor bytes, e.g. lackjail.check(42)",
+        "a program given as str or bytes, e.g. lackjail.check('x = 1')",
+        "described",
+    ),
     "encoding": (
         "a program is UTF-8 text; encoding declarations are never honoured",
         "x = '\ud800'",
@@ -29,18 +37,31 @@ RULEBOOK = {
     "syntax": ("a program parses as Python 3.12", "x = (1", "x = (1)", "lackpy"),
     "limit-parse": (
         "a program is simple enough for the parser (no recursion or memory blow-up)",
-        None,
-        None,
-        "lackpy",
+        "a program the parser runs out of recursion on, e.g. x = not not ... 1 with 5,000 nots "
+        "(20,005 bytes, under the size cap)",
+        "x = not not 1",
+        "described",
     ),
     "limit-source-bytes": (
         "a program is at most max_source_bytes bytes of UTF-8 (the policy's limits.program_bytes)",
-        None,
-        None,
-        "lackpy",
+        "a program of 65,537 bytes (the default cap is 65,536)",
+        "a program of at most 65,536 bytes",
+        "described",
     ),
-    "limit-nodes": ("a program has at most max_nodes AST nodes", None, None, "lackpy"),
-    "limit-depth": ("the AST nests at most max_depth levels", None, None, "lackpy"),
+    "limit-nodes": (
+        "a program has at most max_nodes AST nodes",
+        "a program of more than 20,000 AST nodes (the default cap), e.g. a list display of "
+        "20,000 items",
+        "a program of at most 20,000 AST nodes, e.g. a list display of 1,000 items",
+        "described",
+    ),
+    "limit-depth": (
+        "the AST nests at most max_depth levels",
+        "an expression nested more than 100 levels deep (the default cap), e.g. 150 nested "
+        "lists [[[...]]]",
+        "an expression nested a few levels deep, e.g. x = [[[]]]",
+        "described",
+    ),
     "limit-comprehension-depth": (
         "comprehensions, lambdas and functions nest at most max_comprehension_depth levels",
         _NEST,
@@ -50,9 +71,9 @@ RULEBOOK = {
     "limit-literal-len": (
         "a str or bytes constant, or a list/tuple/set/dict display, has at most "
         "max_literal_len items",
-        None,
-        None,
-        "lackpy",
+        "a str constant of 32,769 characters (the default cap is 32,768)",
+        "a str constant of at most 32,768 characters",
+        "described",
     ),
     "limit-int-digits": (
         "an integer literal has at most max_int_digits decimal digits",
@@ -213,12 +234,17 @@ RULEBOOK = {
         "--param n=1",
         "param",
     ),
-    "rule-error": ("a custom rule ran without raising", None, None, "lackpy"),
+    "rule-error": (
+        "a custom rule ran without raising",
+        "any program, when a custom rule raises on it (or returns something that is not a message)",
+        "any program every custom rule runs on without raising",
+        "described",
+    ),
     "internal": (
         "the validator itself did not fail (fails closed if it does)",
-        None,
-        None,
-        "lackpy",
+        "any program the validator fails on (a validator bug): it is rejected, never passed",
+        "any program the validator checks without failing",
+        "described",
     ),
 }
 

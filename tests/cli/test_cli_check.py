@@ -104,6 +104,16 @@ def test_spec_text_and_json():
     assert data["language"] == "lackpy" and "len" in data["builtins"]
 
 
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+def test_spec_gives_every_rule_a_rejected_and_an_accepted_example(level):
+    data = json.loads(run(spec, ["--json", "--language", level]).stdout)
+    missing = [r["id"] for r in data["rules"] if not (r["rejected"] and r["accepted"])]
+    assert missing == []
+    text = run(spec, ["--language", level]).stdout
+    assert "(no short example)" not in text
+    assert "rejected: a str constant of 32,769 characters" in text  # words shown as words
+
+
 def test_commands_are_in_the_group():
     from lackjail.cli import cli
 

@@ -22,12 +22,61 @@ def ok(source, level="extended"):
     return result
 
 
+def param_rules(flag: str) -> list[str]:
+    """The rule ids a `--param NAME=VALUE` example trips, as `lackjail run` parses it."""
+    from lackjail.checker import Checker
+    from lackjail.cli.common import parse_params
+
+    params = parse_params([flag.removeprefix("--param ")])
+    return sorted({e.rule for e in Checker(kit=TOOLS).param_errors(params)})
+
+
+def _boom(tree):
+    raise RuntimeError("a broken custom rule")
+
+
+def _validator_bug(monkeypatch):
+    from lackjail.lang import validator
+
+    def visit(*args):
+        raise RuntimeError("a validator bug")
+
+    monkeypatch.setattr(validator._Walker, "visit", visit)
+
+
+# For each "described" rule: the program (and keywords) its rejected and accepted words describe.
+DESCRIBED = {
+    "input-type": (42, "x = 1", {}),
+    "limit-parse": ("x = " + "not " * 5000 + "1", "x = not not 1", {}),
+    "limit-source-bytes": ("#" * 65_537, "#" * 65_536, {}),
+    "limit-nodes": ("x = [" + "1, " * 20_000 + "]", "x = [" + "1, " * 1_000 + "]", {}),
+    "limit-depth": ("x = " + "[" * 150 + "]" * 150, "x = [[[]]]", {}),
+    "limit-literal-len": ("x = '" + "a" * 32_769 + "'", "x = '" + "a" * 32_768 + "'", {}),
+    "rule-error": ("x = 1", "x = 1", {"rules": (_boom,)}),
+    "internal": ("x = 1", "x = 1", {}),
+}
+
+
 @pytest.mark.parametrize(("rule_id", "entry"), RULEBOOK.items())
-def test_every_rule_has_examples_that_show_it(rule_id, entry):
+def test_every_rule_has_examples_that_show_it(rule_id, entry, monkeypatch):
+    """Every rule has a rejected and an accepted example; a program example is rejected with
+    exactly that rule (and the accepted one passes), a --param example likewise, and the words
+    of a described one hold for the program DESCRIBED builds from them."""
     description, rejected, accepted, level = entry
-    assert description
-    if level == "param" or rejected is None:
+    assert description and isinstance(rejected, str) and isinstance(accepted, str)
+    assert rejected.strip() and accepted.strip() and rejected != accepted
+    if level == "param":
+        assert param_rules(rejected) == [rule_id], rejected
+        assert param_rules(accepted) == [], accepted
         return
+    if level == "described":
+        bad, good, options = DESCRIBED[rule_id]
+        assert rules(good, "lackpy", **{k: v for k, v in options.items() if k != "rules"}) == []
+        if rule_id == "internal":
+            _validator_bug(monkeypatch)
+        assert rules(bad, "lackpy", **options) == [rule_id], rejected
+        return
+    assert level in ("lackpy", "extended")
     assert rule_id in rules(rejected, level), rejected
     ok(accepted, level)
 
