@@ -13,6 +13,7 @@ from .grammar import (
     EXCEPTION_NAMES,
     FORBIDDEN_NAMES,
     LANGUAGES,
+    LEVELS,
 )
 from .limits import ProgramLimits
 from .source import decode_source
@@ -26,6 +27,7 @@ __all__ = [
     "EXCEPTION_NAMES",
     "FORBIDDEN_NAMES",
     "LANGUAGES",
+    "LEVELS",
     "ProgramLimits",
     "SPEC",
     "ValidationError",

@@ -47,6 +47,7 @@ def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = N
     """A fresh dict describing language LEVEL ("lackpy" or "extended"), with LIMITS
     (default caps if None). Raises ValueError for an unknown level."""
     extended = check_language(level) == "extended"
+    words = grammar.LEVELS[level]
     nodes = grammar.ALLOWED_NODES + (grammar.EXTENDED_NODES if extended else ())
     allowed = {node.__name__ for node in nodes}
     forbidden = {
@@ -58,15 +59,15 @@ def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = N
         "summary": SUMMARIES[level],
         "nodes": sorted(allowed),
         "operators": {
-            "binary": list(grammar.BINARY_OPERATORS.values()),
-            "unary": list(grammar.UNARY_OPERATORS.values()),
+            "binary": list(words.binary.values()),
+            "unary": list(words.unary.values()),
             "compare": list(grammar.COMPARE_OPERATORS.values()),
             "boolean": list(grammar.BOOL_OPERATORS.values()),
-            "forbidden": list(grammar.FORBIDDEN_OPERATORS.values()),
+            "forbidden": list(words.forbidden_operators.values()),
         },
-        "builtins": list(grammar.ALLOWED_BUILTINS),
+        "builtins": list(words.builtins),
         "exceptions": list(grammar.EXCEPTION_NAMES) if extended else [],
-        "forbidden_names": sorted(grammar.FORBIDDEN_NAMES),
+        "forbidden_names": sorted(words.forbidden_names),
         "forbidden_constructs": [
             {"construct": text, "instead": grammar.ALTERNATIVES.get(name, "")}
             for name, text in sorted(forbidden.items(), key=lambda item: item[1])

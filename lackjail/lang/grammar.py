@@ -90,8 +90,9 @@ EXCEPTION_NAMES = (
     "ToolError",
 )
 
-# Allowed operators, with their spelling for messages and the spec. No `**`
-# (unbounded work from tiny literals) and no bit operators.
+# Operators the lackpy level allows, with their spelling for messages and the spec.
+# No `**` (unbounded work from tiny literals) and no bit operators: the extended
+# level adds those (EXTENDED_BINARY_OPERATORS, below).
 BINARY_OPERATORS = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -183,7 +184,8 @@ ALTERNATIVES = {
     "AnnAssign": "assign without the annotation",
 }
 
-# The builtins a program may call; the worker builds its namespace from this tuple.
+# The builtins a lackpy program may call (the extended level adds EXTENDED_BUILTINS);
+# the worker builds its namespace from its level's `builtins` (LEVELS, below).
 ALLOWED_BUILTINS = (
     "len",
     "sorted",
@@ -209,6 +211,35 @@ ALLOWED_BUILTINS = (
     "isinstance",
     "print",
 )
+
+# What the extended level adds to the builtins and operators. The kernel jail's
+# CPU and memory limits bound the work `**`, shifts or a big `pow` can make;
+# no format field can look up an attribute (`str.format` is allowed there only on a
+# literal whose fields name none), so strings built with chr or repr reach no sink.
+EXTENDED_BUILTINS = (
+    "repr",
+    "map",
+    "filter",
+    "divmod",
+    "pow",
+    "chr",
+    "ord",
+    "hex",
+    "oct",
+    "bin",
+    "iter",
+    "next",
+    "frozenset",
+)
+EXTENDED_BINARY_OPERATORS = {
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+}
+EXTENDED_UNARY_OPERATORS = {ast.Invert: "~"}
 
 # Names rejected wherever they appear (load, store, lambda parameter), even if
 # a kit or the caller declares them: introspection, code execution, I/O, the
@@ -284,3 +315,32 @@ FORBIDDEN_NAMES = frozenset(
 FORMAT_ATTRIBUTES = frozenset({"format", "format_map"})
 INTERNAL_ATTRIBUTES = frozenset({"mro"})
 INTERNAL_ATTRIBUTE_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_")
+
+
+class Level:
+    """One language level's builtins, operators and forbidden names, as the validator,
+    the jail's namespace and the spec read them."""
+
+    __slots__ = ("name", "builtins", "binary", "unary", "forbidden_operators", "forbidden_names")
+
+    def __init__(self, name, builtins, binary, unary):
+        self.name = name
+        self.builtins = builtins
+        self.binary, self.unary = binary, unary
+        self.forbidden_operators = {
+            op: text
+            for op, text in FORBIDDEN_OPERATORS.items()
+            if op not in binary and op not in unary
+        }
+        self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins)
+
+
+LEVELS = {
+    "lackpy": Level("lackpy", ALLOWED_BUILTINS, BINARY_OPERATORS, UNARY_OPERATORS),
+    "extended": Level(
+        "extended",
+        ALLOWED_BUILTINS + EXTENDED_BUILTINS,
+        {**BINARY_OPERATORS, **EXTENDED_BINARY_OPERATORS},
+        {**UNARY_OPERATORS, **EXTENDED_UNARY_OPERATORS},
+    ),
+}

@@ -87,9 +87,16 @@ RULEBOOK = {
         "n = 0\nfor i in range(3):\n    n += 1",
         "lackpy",
     ),
-    "forbidden-operator": ("no '**', '@' or bit operators", "x = 2 ** 8", "x = 2 * 2", "lackpy"),
+    "forbidden-operator": (
+        "no '**', '@' or bit operators (the extended level allows '**' and the bit operators)",
+        "x = 2 ** 8",
+        "x = 2 * 2",
+        "lackpy",
+    ),
     "forbidden-name": (
-        "no forbidden name (eval, open, getattr, type, os, ...) appears anywhere",
+        "no forbidden name (eval, open, getattr, type, os, ...) appears anywhere (the "
+        "extended level allows repr, map, filter, divmod, pow, chr, ord, hex, oct, bin, "
+        "iter and next)",
         "x = eval('1')",
         "x = int('1')",
         "lackpy",
@@ -114,7 +121,9 @@ RULEBOOK = {
         "lackpy",
     ),
     "format-attribute": (
-        "no attribute named 'format' or 'format_map' (format fields look up attributes)",
+        "no attribute named 'format' or 'format_map' (format fields look up attributes; "
+        "the extended level allows '.format' on a string literal whose fields name no "
+        "attribute or index)",
         "x = '{}!'.format(1)",
         "x = f'{1}!'",
         "lackpy",

@@ -8,23 +8,22 @@ comprehensions); the jail compiles, after validating again.
 import ast
 import re
 import warnings
+from string import Formatter
 
 from .errors import ValidationError, ValidationResult
 from .grammar import (
     ALLOWED_BUILTINS,
     ALTERNATIVES,
-    BINARY_OPERATORS,
     DEFAULT_LANGUAGE,
     EXCEPTION_NAMES,
     EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
-    FORBIDDEN_NAMES,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
     INTERNAL_ATTRIBUTE_PREFIXES,
     INTERNAL_ATTRIBUTES,
     LANGUAGES,
-    UNARY_OPERATORS,
+    LEVELS,
 )
 from .limits import ProgramLimits
 from .source import SourceError, prepare
@@ -62,9 +61,10 @@ class _Names:
     """What a program may use without binding it: tools (with namespace members),
     parameters, builtins, and at the extended level the exception classes."""
 
-    __slots__ = ("tools", "members", "params", "callable", "builtins", "known")
+    __slots__ = ("tools", "members", "params", "callable", "builtins", "forbidden", "known")
 
     def __init__(self, tools, params, extended=False):
+        level = LEVELS["extended" if extended else "lackpy"]
         plain, members = set(), {}
         for name in tools:
             head, dot, member = name.partition(".")
@@ -77,11 +77,12 @@ class _Names:
         self.members = {ns: frozenset(m) for ns, m in members.items() if ns not in plain}
         self.tools = frozenset(plain) | frozenset(self.members)
         self.params = frozenset(params)
-        self.builtins = _BUILTINS | (_EXCEPTIONS if extended else frozenset())
+        self.builtins = frozenset(level.builtins) | (_EXCEPTIONS if extended else frozenset())
         self.callable = self.builtins | self.tools | self.params
+        self.forbidden = level.forbidden_names
         # Names a read may skip every other check for: defined and harmless.
         self.known = frozenset(
-            n for n in self.callable if n not in FORBIDDEN_NAMES and n[:2] != "__" and n.isascii()
+            n for n in self.callable if n not in self.forbidden and n[:2] != "__" and n.isascii()
         )
 
 
@@ -125,6 +126,26 @@ class _Scope:
         self.in_finally = 0
 
 
+def _plain_format(node) -> bool:
+    """Is NODE a str literal whose format fields (and the fields nested in their specs)
+    look up no attribute and no index? `'{0.__class__}'.format(x)` must not run."""
+    if node.__class__ is not ast.Constant or node.value.__class__ is not str:
+        return False
+    return _plain_fields(node.value)
+
+
+def _plain_fields(text, depth=0) -> bool:
+    try:
+        for _, field, spec, _ in Formatter().parse(text):
+            if field is not None and ("." in field or "[" in field):
+                return False
+            if spec and "{" in spec and (depth > 0 or not _plain_fields(spec, depth + 1)):
+                return False  # str.format nests fields one level deep at most
+    except ValueError:  # not a valid format string: str.format would raise anyway
+        return False
+    return True
+
+
 def _stored_names(target):
     """The names a `for` target binds: its Name nodes, inside tuples, lists and stars."""
     names, todo = [], [target]
@@ -149,6 +170,10 @@ class _Walker:
         "variables",
         "names",
         "known",
+        "forbidden_names",
+        "binary",
+        "unary",
+        "level",
         "lines",
         "room",
         "scope",
@@ -170,6 +195,10 @@ class _Walker:
         self.variables = set()
         self.names = names
         self.known = names.known  # read for most Name nodes: one attribute, not two
+        self.forbidden_names = names.forbidden
+        level = LEVELS["extended" if extended else "lackpy"]
+        self.binary, self.unary = level.binary, level.unary
+        self.level = "the extended level" if extended else "lackpy"  # for messages
         self.lines = lines  # UTF-8 lines when the source is not ASCII, else None
         self.room = limits.max_nodes  # nodes still allowed: one count and test per node
         self.scope = 0  # comprehension, lambda, generator and function nesting
@@ -215,8 +244,7 @@ class _Walker:
         """A construct the level does not allow, with what to write instead."""
         name = node.__class__.__name__
         what = what or FORBIDDEN_CONSTRUCTS.get(name, name)
-        level = "the extended level" if self.extended else "lackpy"
-        message = f"{what} is not allowed in {level}"
+        message = f"{what} is not allowed in {self.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
             instead = f"{instead}, or pass --language extended" if instead else None
@@ -253,7 +281,7 @@ class _Walker:
         spelt = FORBIDDEN_OPERATORS.get(op, op.__name__) + suffix
         self.error(
             "forbidden-operator",
-            f"operator '{spelt}' is not allowed in lackpy",
+            f"operator '{spelt}' is not allowed in {self.level}",
             node.lineno,
             node.col_offset,
         )
@@ -276,7 +304,7 @@ class _Walker:
             if ctx is _LOAD:
                 if ident in self.known or ident in self.current.names:
                     return
-            elif ctx is _STORE and ident not in FORBIDDEN_NAMES and ident[:2] != "__":
+            elif ctx is _STORE and ident not in self.forbidden_names and ident[:2] != "__":
                 if ident in self.names.callable:  # rebinding one: bind() reports it
                     self.bind(ident, node.lineno, node.col_offset)
                 else:  # bind()'s own path for an ordinary name, without the call
@@ -400,8 +428,10 @@ class _Walker:
 
     def check_name(self, ident, line, col, what="name") -> bool:
         """A name or parameter: no forbidden name, no leading '__' (False, and an error)."""
-        if ident in FORBIDDEN_NAMES:
-            self.error("forbidden-name", f"{ident!r} is a forbidden name in lackpy", line, col)
+        if ident in self.forbidden_names:
+            self.error(
+                "forbidden-name", f"{ident!r} is a forbidden name in {self.level}", line, col
+            )
         elif ident[:2] == "__":
             self.error(
                 "dunder-name", f"{what} {ident!r} starts with '__', which is not allowed", line, col
@@ -485,7 +515,7 @@ class _Walker:
             visit(target, depth)
 
     def v_augassign(self, node, depth):
-        if node.op.__class__ not in BINARY_OPERATORS:
+        if node.op.__class__ not in self.binary:
             self.operator(node, "=")
         target = node.target
         if target.__class__ is _NAME and target.id not in self.names.callable:
@@ -536,7 +566,7 @@ class _Walker:
                         self.over_limit(func, depth)
                 else:
                     visit(func, depth)
-            elif self.extended or ident in FORBIDDEN_NAMES or ident[:2] == "__":
+            elif self.extended or ident in self.forbidden_names or ident[:2] == "__":
                 visit(func, depth)  # a bound name (function, lambda) or its own error
             else:
                 self.name(func, False)  # unknown-call says it all: no undefined-name too
@@ -654,7 +684,7 @@ class _Walker:
         ident, line, col = node.id, node.lineno, node.col_offset
         if self.lines is not None:
             self.ascii_identifier(ident, line, col)
-        if ident in FORBIDDEN_NAMES or ident[:2] == "__":  # tested here first: most names are fine
+        if ident in self.forbidden_names or ident[:2] == "__":  # first: most names are fine
             self.check_name(ident, line, col)
         elif node.ctx.__class__ is _STORE:
             self.bind(ident, line, col)
@@ -677,10 +707,18 @@ class _Walker:
                 line,
                 col,
             )
-        elif attr in FORMAT_ATTRIBUTES:
+        elif attr in FORMAT_ATTRIBUTES and not (
+            self.extended and attr == "format" and _plain_format(node.value)
+        ):
+            where = (
+                " except on a string literal whose fields name no attribute or index "
+                "('{}', '{0}', '{name:>8}')"
+                if self.extended
+                else ""
+            )
             self.error(
                 "format-attribute",
-                f"attribute '.{attr}' is not allowed (format fields look up "
+                f"attribute '.{attr}' is not allowed{where} (format fields look up "
                 "attributes); use an f-string",
                 line,
                 col,
@@ -767,7 +805,7 @@ class _Walker:
             if gen.is_async:
                 self.error(
                     "forbidden-node",
-                    "'async for' is not allowed in lackpy",
+                    f"'async for' is not allowed in {self.level}",
                     target.lineno,
                     target.col_offset,
                 )
@@ -799,12 +837,12 @@ class _Walker:
         self.generators(node, depth, (node.elt,), lazy=True)
 
     def v_unaryop(self, node, depth):
-        if node.op.__class__ not in UNARY_OPERATORS:
+        if node.op.__class__ not in self.unary:
             self.operator(node)
         self.visit(node.operand, depth)
 
     def v_binop(self, node, depth):
-        if node.op.__class__ not in BINARY_OPERATORS:
+        if node.op.__class__ not in self.binary:
             self.operator(node)
         visit = self.visit
         visit(node.left, depth)

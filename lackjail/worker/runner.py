@@ -247,7 +247,8 @@ def run_one(channel, msg, limits):
                 )
                 ast.fix_missing_locations(tree)
             code = compile(tree, FILENAME, "exec", dont_inherit=True)
-            namespace = {name: BUILTINS[name] for name in lang.ALLOWED_BUILTINS if name in BUILTINS}
+            level = lang.LEVELS[language]
+            namespace = {name: BUILTINS[name] for name in level.builtins if name in BUILTINS}
             namespace["print"] = make_print(out)
             if language == "extended":
                 namespace.update(EXCEPTIONS)
@@ -297,8 +298,10 @@ def run_one(channel, msg, limits):
 def _load_builtins():
     import builtins
 
-    return {
-        name: getattr(builtins, name) for name in lang.ALLOWED_BUILTINS if hasattr(builtins, name)
+    return {  # every level's: a run's namespace takes its own level's names from these
+        name: getattr(builtins, name)
+        for name in lang.LEVELS["extended"].builtins
+        if hasattr(builtins, name)
     }
 
 

@@ -177,7 +177,7 @@ def test_extended_accepts(source):
         ("def __f():\n    return 1", "dunder-name"),
         ("try:\n    x = 1\nexcept ValueError as __e:\n    pass", "dunder-name"),
         ("f = lambda: 1\nx = f.__closure__", "dunder-attribute"),
-        ("x = 2 ** 10", "forbidden-operator"),
+        ("x = [1] @ [2]", "forbidden-operator"),
     ],
 )
 def test_extended_still_rejects(source, rule):

@@ -181,6 +181,25 @@ while True:
 print(len(counts), "distinct")
 counts
 """,
+    "powers_bits_format_and_iterators": """
+def describe(name, qty):
+    return "{:<6}|{:>4}".format(name, qty)
+
+rows = [line.split(",") for line in read_file("data/a.csv").splitlines()[1:]]
+qtys = list(map(lambda r: int(r[1]) if r[1] else 0, rows))
+squares = [q ** 2 for q in qtys]
+flags = 0
+for i, q in enumerate(qtys):
+    if q:
+        flags |= 1 << i
+first_big = next((r[0] for r in rows if r[1] and int(r[1]) > 3), None)
+quotient, rest = divmod(sum(qtys), 3)
+names = frozenset(r[0] for r in rows) & {"apple", "plum", "kiwi"}
+for r in rows:
+    print(describe(r[0], r[1] or "-"))
+print(repr(first_big), bin(flags), hex(255), chr(ord("a") + 1))
+[squares, flags, first_big, quotient, rest, sorted(names), pow(2, 10, 1000), ~flags]
+""",
 }
 
 
