@@ -8,6 +8,7 @@ validator's own code. Budget: LACKJAIL_FUZZ_EXAMPLES examples per test.
 import ast
 import io
 import os
+import string
 import time
 import tokenize
 
@@ -505,7 +506,59 @@ EXTENDED_NODES = ALLOWED_NODES | {
     "Continue",
     "Pass",
     "GeneratorExp",
+    # operators: `**` and the bit operators (the jail bounds their cost)
+    "Pow",
+    "LShift",
+    "RShift",
+    "BitOr",
+    "BitXor",
+    "BitAnd",
+    "Invert",
 }
+# Harmless once no format field can look anything up: strings they build reach no sink.
+EXTENDED_BUILTINS = BUILTINS | {
+    "repr",
+    "map",
+    "filter",
+    "divmod",
+    "pow",
+    "chr",
+    "ord",
+    "hex",
+    "oct",
+    "bin",
+    "iter",
+    "next",
+    "frozenset",
+}
+EXTENDED_DANGEROUS = DANGEROUS - EXTENDED_BUILTINS
+
+
+class _Probe:
+    """Stands in for every argument of a format call: any attribute or item lookup fails."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"a format field looked up .{name}")
+
+    def __getitem__(self, key):
+        raise AssertionError(f"a format field looked up [{key!r}]")
+
+    def __format__(self, spec):
+        return ""
+
+
+class _Probes(dict):
+    def __missing__(self, key):
+        return _Probe()
+
+
+def assert_plain_format(node: ast.Attribute) -> None:
+    """`.format` at the extended level: on a str literal, and formatting it with probes
+    for every argument looks nothing up."""
+    assert isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    string.Formatter().vformat(node.value.value, [_Probe()] * 50, _Probes())
+
+
 EXCEPTIONS = {
     "Exception",
     "ArithmeticError",
@@ -528,7 +581,7 @@ EXCEPTIONS = {
     "ZeroDivisionError",
     "ToolError",
 }
-BOUND_NEVER = CALLABLE | EXCEPTIONS | DANGEROUS
+BOUND_NEVER = EXTENDED_BUILTINS | set(TOOLS) | set(PARAMS) | EXCEPTIONS | DANGEROUS
 
 
 def _exits_in_finally(statements, in_loop=False):
@@ -555,13 +608,15 @@ def assert_obeys_extended(source):
     compile(tree, "<fuzz>", "exec")  # return/break/continue placed where Python allows them
     for node in ast.walk(tree):
         assert type(node).__name__ in EXTENDED_NODES, ast.dump(node)
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute) and node.attr == "format":
+            assert_plain_format(node)
+        elif isinstance(node, ast.Attribute):
             assert_safe_attribute(node)
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, (str, bytes)):
                 assert ("__" if isinstance(node.value, str) else b"__") not in node.value
         elif isinstance(node, ast.Name):
-            assert node.id not in DANGEROUS and not node.id.startswith("__")
+            assert node.id not in EXTENDED_DANGEROUS and not node.id.startswith("__")
             if isinstance(node.ctx, ast.Store):
                 assert node.id not in BOUND_NEVER
         elif isinstance(node, ast.arg):
