@@ -21,7 +21,7 @@ from lackjail.policy import Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import JailDied, JailProcess
-from lackjail.pool.run import Outcome, Request, Run, SpinGate
+from lackjail.pool.run import Outcome, Request, Run
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -52,7 +52,6 @@ class Pool:
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
         self.limits = policy.limits
         self.max_frame = protocol.max_frame(policy.limits.value_bytes)
-        self._spin_gate = SpinGate()
         self._cond = threading.Condition()
         self._jails: set[JailProcess] = set()  # every jail not yet reaped
         self._starting: dict[JailProcess, float] = {}  # jail -> start deadline
@@ -373,20 +372,10 @@ class Pool:
                     errors=[{"message": f"the jail died before the run: {exc}"}],
                     retire=True,
                 )
-            spin = self._spin_gate.allow(len(self._lent))
             run = Run(
-                jail,
-                child,
-                request,
-                tool_handler,
-                on_output,
-                self.limits,
-                self.runs_per_child,
-                spin,
+                jail, child, request, tool_handler, on_output, self.limits, self.runs_per_child
             )
             outcome = run.execute(wall, self.policy.pool.kill_grace_s)
-            if run.spun_in_vain:
-                self._spin_gate.missed()
             retire = outcome.retire
             return outcome
         finally:

@@ -67,7 +67,6 @@ class Run:
         on_output,
         limits,
         runs_per_child: int,
-        spin: bool = False,
     ):
         self.jail, self.child, self.request = jail, child, request
         self.tool_handler, self.on_output = tool_handler, on_output
@@ -77,9 +76,6 @@ class Run:
         # why answers can no longer reach the child (it closed its end); what it already wrote
         # is still read, and a result among it still counts
         self.unanswerable = ""
-        # poll a moment for the result before sleeping (the pool's SpinGate decides), and
-        # whether that poll came up empty
-        self.spin, self.spun_in_vain = spin, False
 
     def execute(self, wall_s: float, kill_grace: float) -> Outcome:
         """See the run through; never raises for what the jail does."""
@@ -148,8 +144,7 @@ class Run:
         poller.register(child.run_out, select.POLLIN)
         poller.register(jail.ctrl.fileno(), select.POLLIN)
         poller.register(jail.pidfd, select.POLLIN)
-        until, spin = deadline, self.spin
-        result_spin = self.spin  # the first spin waits for the result, later ones for calls
+        until, spin = deadline, False
         child_open = True
         jail_gone = ""  # why the zygote is gone, once it is
         while True:
@@ -193,9 +188,7 @@ class Run:
                 self.cancelled, until = True, time.monotonic() + kill_grace
                 continue
             events = _spin(poller) if spin else None
-            if result_spin and not any(fd == child.run_out for fd, _ in events or ()):
-                self.spun_in_vain = True  # the child said nothing within the spin
-            spin = result_spin = False
+            spin = False
             for fd, _ in events or poller.poll(timeout * 1000):
                 if fd == child.run_out:
                     if child_open and child.pump(RUN_FRAMES) is False:
@@ -261,44 +254,16 @@ class Run:
         )
 
 
-class SpinGate:
-    """Whether a run polls for its result a moment before it sleeps (see _spin).
-
-    It pays only while a CPU is free for the caller as the child runs: when the
-    runs in flight leave one (a child and its caller take a CPU each), and not
-    for the next BACKOFF runs after a poll that came up empty (the CPUs are busy
-    with other work, or the programs run longer than the spin). Shared by a
-    pool's callers without a lock: a lost update only spins once more or less.
-    """
-
-    BACKOFF = 16
-
-    def __init__(self):
-        self.cpus = len(os.sched_getaffinity(0))
-        self.skip = 0
-
-    def allow(self, in_flight: int) -> bool:
-        if self.skip:
-            self.skip -= 1
-            return False
-        return 2 * in_flight <= self.cpus
-
-    def missed(self) -> None:
-        self.skip = self.BACKOFF
-
-
 def _spin(poller, spin_s: float = protocol.SPIN_S):
-    """Poll without sleeping for a moment: a short program's result, or the next
-    call of one that just got a tool's answer, usually comes within it, and a
-    sleeping thread costs a wake-up (hundreds of microseconds on a VM). Between
-    polls it yields the CPU: a task waiting for it (the child, on a busy machine)
-    runs first, so the spin only takes time nothing else wants."""
+    """Poll without sleeping for a moment: a program that just got a tool's answer
+    usually calls again or finishes within it, and a sleeping thread costs a
+    wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
+    while programs compute would take the CPU they need."""
     until = time.perf_counter() + spin_s
     while True:
         events = poller.poll(0)
         if events or time.perf_counter() > until:
             return events
-        os.sched_yield()
 
 
 def _errors_ok(errors) -> bool:
