@@ -32,12 +32,21 @@ from lackjail.lang.describe import render
 from lackjail.pool import PoolError
 from lackjail.workspace import show
 
-INSTRUCTIONS = """\
-Runs lackpy programs in an nsjail jail. lackpy is a small subset of Python: no imports, defs,
-classes, while or try; the value of the last expression is the result; print() output is
-captured. Read the resource lackjail://spec for the language and call kit_info for the tools a
-program may call.
-Check a program with check_program before run_program; delegate writes one from an intent."""
+
+def instructions(language: str) -> str:
+    """What the server tells a client about the language LEVEL in force, in the spec's own words
+    (the summary `lackjail spec` prints and what that level does not allow)."""
+    data = lang.spec(language)
+    banned = ", ".join(item["construct"] for item in data["forbidden_constructs"])
+    return (
+        f"Runs programs in an nsjail jail at the language level {language!r}. {data['summary']} "
+        f"Not allowed at this level: {banned}. print() output is captured. Read the resource "
+        "lackjail://spec for the whole language (builtins, rules with examples, limits) and call "
+        "kit_info for the tools a program may call.\n"
+        "Check a program with check_program before run_program; delegate writes one from an "
+        "intent."
+    )
+
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -78,7 +87,10 @@ def build_server(jail) -> MCPServer:
     kit, workspace = jail.kit, jail.workspace
     hints = effect_hints(kit.grade)
     server = MCPServer(
-        "lackjail", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "lackjail",
+        version=__version__,
+        instructions=instructions(jail.checker.language),
+        log_level="WARNING",
     )
 
     def kits():

@@ -13,6 +13,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from lackjail.cli.serve import serve
+from lackjail.lang import spec
 from lackjail.mcp import effect_hints
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,6 +212,28 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
             await client.read_resource("lackjail://kits/nope")
 
     session(workspace, "--kit", "project")(body)
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+def test_instructions_and_spec_describe_the_level_in_force(workspace, level, require_nsjail):
+    """What a client is told at `initialize`, and the spec resources, are those of --language."""
+
+    async def body(client):
+        text = (await client.read_resource("lackjail://spec")).contents[0].text
+        data = json.loads((await client.read_resource("lackjail://spec.json")).contents[0].text)
+        return client.instructions, text, data
+
+    told, text, data = session(workspace, "--kit", "readonly", "--language", level)(body)
+    described = spec(level)
+    assert f"language level {level!r}" in told and described["summary"] in told
+    assert text.startswith(f"{level} ") and data["language"] == level
+    for item in described["forbidden_constructs"]:
+        assert item["construct"] in told
+    if level == "extended":
+        assert "def/return" in told and "ToolError" in told
+        assert "no imports, defs" not in told and "'while'" not in told
+    else:
+        assert "def/return" not in told and "'while'" in told and "'def'" in told
 
 
 @pytest.mark.parametrize(
