@@ -61,7 +61,18 @@ class _Names:
     """What a program may use without binding it: tools (with namespace members),
     parameters, builtins, and at the extended level the exception classes."""
 
-    __slots__ = ("tools", "members", "params", "callable", "builtins", "forbidden", "known")
+    __slots__ = (
+        "tools",
+        "members",
+        "params",
+        "callable",
+        "builtins",
+        "forbidden",
+        "known",
+        "binary",
+        "unary",
+        "level",
+    )
 
     def __init__(self, tools, params, extended=False):
         level = LEVELS["extended" if extended else "lackpy"]
@@ -80,6 +91,8 @@ class _Names:
         self.builtins = frozenset(level.builtins) | (_EXCEPTIONS if extended else frozenset())
         self.callable = self.builtins | self.tools | self.params
         self.forbidden = level.forbidden_names
+        self.binary, self.unary = level.binary, level.unary
+        self.level = "the extended level" if extended else "lackpy"  # for messages
         # Names a read may skip every other check for: defined and harmless.
         self.known = frozenset(
             n for n in self.callable if n not in self.forbidden and n[:2] != "__" and n.isascii()
@@ -101,6 +114,7 @@ def _name_list(names, what):
 
 
 _NO_NAMES = {extended: _Names((), (), extended) for extended in (False, True)}
+_NO_HINTS: dict = {}  # read only: shared by every walk without hints
 
 _MODULE, _FUNCTION = 0, 1
 
@@ -171,9 +185,6 @@ class _Walker:
         "names",
         "known",
         "forbidden_names",
-        "binary",
-        "unary",
-        "level",
         "lines",
         "room",
         "scope",
@@ -196,9 +207,6 @@ class _Walker:
         self.names = names
         self.known = names.known  # read for most Name nodes: one attribute, not two
         self.forbidden_names = names.forbidden
-        level = LEVELS["extended" if extended else "lackpy"]
-        self.binary, self.unary = level.binary, level.unary
-        self.level = "the extended level" if extended else "lackpy"  # for messages
         self.lines = lines  # UTF-8 lines when the source is not ASCII, else None
         self.room = limits.max_nodes  # nodes still allowed: one count and test per node
         self.scope = 0  # comprehension, lambda, generator and function nesting
@@ -206,7 +214,7 @@ class _Walker:
         self.scopes = [self.current]
         self.extended = extended
         self.handlers = _EXTENDED_HANDLERS if extended else _HANDLERS
-        self.hints = hints or {}
+        self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
         self.max_depth = limits.max_depth
         self.max_scope = limits.max_comprehension_depth
@@ -244,7 +252,7 @@ class _Walker:
         """A construct the level does not allow, with what to write instead."""
         name = node.__class__.__name__
         what = what or FORBIDDEN_CONSTRUCTS.get(name, name)
-        message = f"{what} is not allowed in {self.level}"
+        message = f"{what} is not allowed in {self.names.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
             instead = f"{instead}, or pass --language extended" if instead else None
@@ -281,7 +289,7 @@ class _Walker:
         spelt = FORBIDDEN_OPERATORS.get(op, op.__name__) + suffix
         self.error(
             "forbidden-operator",
-            f"operator '{spelt}' is not allowed in {self.level}",
+            f"operator '{spelt}' is not allowed in {self.names.level}",
             node.lineno,
             node.col_offset,
         )
@@ -430,7 +438,7 @@ class _Walker:
         """A name or parameter: no forbidden name, no leading '__' (False, and an error)."""
         if ident in self.forbidden_names:
             self.error(
-                "forbidden-name", f"{ident!r} is a forbidden name in {self.level}", line, col
+                "forbidden-name", f"{ident!r} is a forbidden name in {self.names.level}", line, col
             )
         elif ident[:2] == "__":
             self.error(
@@ -515,7 +523,7 @@ class _Walker:
             visit(target, depth)
 
     def v_augassign(self, node, depth):
-        if node.op.__class__ not in self.binary:
+        if node.op.__class__ not in self.names.binary:
             self.operator(node, "=")
         target = node.target
         if target.__class__ is _NAME and target.id not in self.names.callable:
@@ -805,7 +813,7 @@ class _Walker:
             if gen.is_async:
                 self.error(
                     "forbidden-node",
-                    f"'async for' is not allowed in {self.level}",
+                    f"'async for' is not allowed in {self.names.level}",
                     target.lineno,
                     target.col_offset,
                 )
@@ -837,12 +845,12 @@ class _Walker:
         self.generators(node, depth, (node.elt,), lazy=True)
 
     def v_unaryop(self, node, depth):
-        if node.op.__class__ not in self.unary:
+        if node.op.__class__ not in self.names.unary:
             self.operator(node)
         self.visit(node.operand, depth)
 
     def v_binop(self, node, depth):
-        if node.op.__class__ not in self.binary:
+        if node.op.__class__ not in self.names.binary:
             self.operator(node)
         visit = self.visit
         visit(node.left, depth)
