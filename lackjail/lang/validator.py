@@ -8,7 +8,7 @@ comprehensions); the jail compiles, after validating again.
 import ast
 import re
 import warnings
-from string import Formatter
+from _string import formatter_parser  # string.Formatter.parse, without importing string
 
 from .errors import ValidationError, ValidationResult
 from .grammar import (
@@ -150,7 +150,7 @@ def _plain_format(node) -> bool:
 
 def _plain_fields(text, depth=0) -> bool:
     try:
-        for _, field, spec, _ in Formatter().parse(text):
+        for _, field, spec, _ in formatter_parser(text):
             if field is not None and ("." in field or "[" in field):
                 return False
             if spec and "{" in spec and (depth > 0 or not _plain_fields(spec, depth + 1)):
