@@ -128,12 +128,13 @@ BINARY_TREE = 2
 
 
 @functools.cache
-def child_filter() -> bytes:
-    """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest."""
+def child_filter(layout: int = BINARY_TREE) -> bytes:
+    """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest.
+    LAYOUT is libseccomp's CTL_OPTIMIZE (1: the plain layout, which tests compare)."""
     import pyseccomp as seccomp
 
     flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
-    flt.set_attr(seccomp.Attr.CTL_OPTIMIZE, BINARY_TREE)
+    flt.set_attr(seccomp.Attr.CTL_OPTIMIZE, layout)
     for name in ALLOWED:
         flt.add_rule(seccomp.ALLOW, name)
     for name in KILLED:
