@@ -44,6 +44,7 @@ LACKPY = "lackpy in-process run p50 (us)"
 MAP = "Jail.map throughput, 2 workers (runs/s)"
 MAP_LOAD = "Jail.map throughput, 10,000 programs, 2 workers (runs/s)"  # with --load
 BATCH = "lackjail batch throughput, 2 workers (runs/s)"
+HANDOFF = "pipe round trip between two processes (median us)"
 
 
 def pct(samples, p):
@@ -105,6 +106,35 @@ def exec_baseline(n=2000):
         exec(compile(TRIVIAL, "<lackpy>", "exec"), ns)
 
     return {"in-process compile+exec (median us)": statistics.median(_timeit(once, n))}
+
+
+def handoff_us(n=2000):
+    """A byte to a forked process and back over two pipes, each side asleep in read until
+    woken: the floor of any run (request and result) and of any host tool call (call and
+    answer) on this machine, measured in this run."""
+    to_r, to_w = os.pipe()
+    back_r, back_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the echo: no Python work between the read and the write
+        os.close(to_w)
+        os.close(back_r)
+        while os.read(to_r, 1):
+            os.write(back_w, b"x")
+        os._exit(0)
+    os.close(to_r)
+    os.close(back_w)
+    try:
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            os.write(to_w, b"x")
+            os.read(back_r, 1)
+            samples.append((time.perf_counter() - t) * 1e6)
+    finally:
+        os.close(to_w)
+        os.close(back_r)
+        os.waitpid(pid, 0)
+    return {HANDOFF: statistics.median(samples)}
 
 
 # -- jailed runs ---------------------------------------------------------------------------
@@ -551,6 +581,7 @@ class Goal:
     target: float | None  # the goal as an absolute number in this run, None when unknown
     at_least: bool = False  # throughput goals are floors; the rest are ceilings
     why: str = ""
+    where: str = ""  # where the time goes, from this run's figures
 
     @property
     def ratio(self) -> float | None:
@@ -575,6 +606,7 @@ class Goal:
             "ratio": self.ratio,
             "met": self.met,
             **({"why": self.why} if self.why else {}),
+            **({"where": self.where} if self.where else {}),
         }
 
 
@@ -638,6 +670,71 @@ def goals(f: Figures) -> list[Goal]:
         Goal("cold start to first result", f.get(COLD), "ms", "<= 40 ms", 40.0),
         Goal("confined resolution per host file access", f.get(BENEATH), "us", "< 15 us", 15.0),
     ]
+    where = _where(f)
+    for goal in out:
+        goal.where = where.get(goal.figure, "")
+    return out
+
+
+def _where(f: Figures) -> dict[str, str]:
+    """Goal -> where its time goes, worded from this run's figures (a goal whose figures
+    are missing gets nothing): what the next step has to cut."""
+    cpus = os.cpu_count() or 1
+    out = {}
+
+    def cpu(label):
+        parts = [
+            f.get(f"{label}: CPU per run, {p} (us)") for p in ("controller", "zygotes", "children")
+        ]
+        return None if None in parts else parts
+
+    trip = f.get(HANDOFF)
+    fresh, reuse = cpu("fresh back to back"), cpu("reuse back to back")
+    if fresh:
+        text = (
+            f"CPU per fresh run: {fresh[0]:,.0f} us in the controller, {fresh[1]:,.0f} us in "
+            f"the zygotes (fork, reaping), {fresh[2]:,.0f} us in the child (fork return, "
+            "warm-up, confinement, the run, exit)"
+        )
+        out["fresh p50 back to back vs monty's pooled fresh session"] = text
+        out["fresh p50 back to back vs lackpy in-process"] = text
+        total = sum(fresh)
+        out["fresh throughput, 2 workers"] = (
+            f"{total:,.0f} us of CPU per fresh run on {cpus} cores: a ceiling of "
+            f"{cpus * 1e6 / total:,.0f} runs/s before any waiting; 2,000 runs/s needs at most "
+            f"{cpus * 1e6 / 2000:,.0f} us"
+        )
+    if trip is not None:
+        out["fresh p50, spares ready"] = (
+            "a run with its child waiting is a request and a result between two processes "
+            f"(a bare pipe round trip: {trip:,.0f} us here)"
+            + (f" and {fresh[0]:,.0f} us of the controller's CPU" if fresh else "")
+            + "; the rest is waking the child and the caller, and the child's run"
+        )
+        out["host tool call vs monty's external call"] = (
+            "a host tool call is a round trip between the child and the controller (a bare "
+            f"pipe round trip: {trip:,.0f} us here) plus the kit's checks and the tool; "
+            "monty calls out within its own process"
+        )
+    if reuse and trip is not None:
+        out["reuse p50"] = (
+            f"CPU per reuse run: {reuse[0]:,.0f} us in the controller and {reuse[2]:,.0f} us "
+            f"in the child, one after the other ({reuse[0] + reuse[2]:,.0f} us); a bare "
+            f"pipe round trip is {trip:,.0f} us here"
+        )
+    if reuse:
+        total = sum(reuse)
+        out["reuse throughput, 2 workers"] = (
+            f"{total:,.0f} us of CPU per reuse run on {cpus} cores: a ceiling of "
+            f"{cpus * 1e6 / total:,.0f} runs/s; the rest is the callers and the jails "
+            "waiting for each other's wake-ups"
+        )
+    if f.get(ZYGOTE_START) is not None:
+        out["cold start to first result"] = (
+            f"the zygote's start with its first spares is {f[ZYGOTE_START]:,.1f} ms of CPU "
+            "(interpreter, imports, warm-up, forks); nsjail's own start and the first run "
+            "are the rest"
+        )
     return out
 
 
@@ -646,7 +743,7 @@ def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
     steps = {
         "floor": (
             "the floor: validation and an unconfined exec",
-            lambda: _merge(validate_figures(), exec_baseline()),
+            lambda: _merge(validate_figures(), exec_baseline(), handoff_us()),
         ),
         "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
         "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),

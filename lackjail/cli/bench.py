@@ -94,6 +94,11 @@ def bench(runs, load, isolation, sections, as_json, markdown):
         ratio = "-" if g.ratio is None else f"{g.ratio:.2f}"
         verdict = {True: "met", False: "not met", None: g.why or "no figure"}[g.met]
         click.echo(f"  {g.figure:<56} {measured:>14}  {goal:<36} {ratio:>7}  {verdict}")
+    unmet = [g for g in judged if g.met is False and g.where]
+    if unmet:
+        click.echo("\nwhere the time goes, for each goal not met (this run's figures)")
+        for g in unmet:
+            click.echo(f"  {g.figure}: {g.where}")
 
 
 def _markdown(figures, judged) -> str:
@@ -107,4 +112,8 @@ def _markdown(figures, judged) -> str:
     for key, value in figures.items():
         shown = figures.unavailable.get(key, "-") if value is None else _shown(value)
         rows.append(f"| {key} | {shown} | - | - |")
+    unmet = [g for g in judged if g.met is False and g.where]
+    if unmet:
+        rows += ["", "Where the time goes, for each goal not met (this run's figures):", ""]
+        rows += [f"- {g.figure}: {g.where}." for g in unmet]
     return "\n".join(rows)
