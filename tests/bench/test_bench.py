@@ -117,7 +117,7 @@ def test_where_the_time_goes_is_worded_from_the_figures():
     tput = judged["fresh throughput, 2 workers"].where
     assert tput.startswith(f"2,000 us of CPU per fresh run on {cpus} cores")
     assert f"a ceiling of {cpus * 1e6 / 2000:,.0f} runs/s" in tput
-    assert "a bare pipe round trip is 80 us here" in judged["reuse p50"].where
+    assert "a pipe round trip: 80 us here" in judged["reuse p50"].where
     assert "120 us in the controller and 90 us in the child" in judged["reuse p50"].where
     assert judged["cold start to first result"].where == ""  # no figure, no words
     table = _markdown(figures, list(judged.values()))
