@@ -110,9 +110,9 @@ def exec_baseline(n=2000):
 
 def handoff_us(n=2000):
     """A byte to a forked process and back over two pipes, each side asleep in read until
-    woken, the two pinned to different CPUs as a jail's child and its caller usually are:
-    the floor of any run (request and result) and of any host tool call (call and answer)
-    on this machine, measured in this run. Pinned to one CPU, the same trip is a few us."""
+    woken, the two pinned to different CPUs (the costlier case: on one CPU the same trip is
+    a few us): the wake-ups a run (request and result) or a host tool call (call and answer)
+    may pay on this machine, measured in this run."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         figures = Figures()
