@@ -12,7 +12,8 @@ line per program, appended and flushed as each finishes.
   usable id (or a duplicate, or an id of the reserved form `line:N`) is
   reported under the derived id `line:N`, N its 1-based line number.
 - Lines are grouped by (kit, policy); each group runs on one runner (a local
-  Jail, or a Ray cluster) before the next.
+  Jail, or a Ray cluster) before the next. Nothing is written before the first
+  runner has started: a batch that cannot start leaves the output as it was.
 """
 
 from __future__ import annotations
@@ -137,23 +138,36 @@ def _result_line(line: bytes):
 
 
 class ResultWriter:
-    """Append result lines; each is one write() of a whole line, flushed as it comes."""
+    """Append result lines; each is one write() of a whole line, flushed as it comes.
+
+    The file is opened (and created) by the first line, so a batch that writes
+    nothing leaves the output as it was.
+    """
 
     def __init__(self, path: str):
-        try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise BatchInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self.path = path
+        self._fd = None
 
     def write(self, ident, result: dict) -> None:
+        if self._fd is None:
+            self._fd = self._open()
         line = json.dumps({"id": ident, **jsonable(result)}, ensure_ascii=True) + "\n"
         data = line.encode()
         while data:
             data = data[os.write(self._fd, data) :]
 
+    def _open(self) -> int:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            return os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise BatchInputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
     def close(self) -> None:
-        os.fsync(self._fd)
-        os.close(self._fd)
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
 
 
 # -- the input file ---------------------------------------------------------
@@ -273,6 +287,12 @@ def run_batch(
     (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
     GroupError. PROGRESS(total) gives a callable advanced once per result.
     On KeyboardInterrupt the summary says so; every result received is written.
+
+    Nothing is written until a runner has started (or none is needed): the
+    results of lines that cannot run wait until then, so a batch that stops
+    because no runner starts (RunnerError: the host cannot isolate, the
+    cluster is unreachable) leaves the output as it was, and its rerun runs
+    every line once.
     """
     try:
         with open(input_path, "rb"):
@@ -289,7 +309,18 @@ def run_batch(
             progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
         )
 
+        held: list | None = []  # results waiting for the first runner; None once it started
+
+        def release() -> None:  # a runner is up (or none is needed): write what waited
+            nonlocal held
+            waiting, held = held or [], None
+            for ident, result in waiting:
+                record(ident, result)
+
         def record(ident, result: dict) -> None:
+            if held is not None:
+                held.append((ident, result))
+                return
             writer.write(ident, result)
             summary.counts[result["status"]] += 1
             summary.ran += 1
@@ -302,7 +333,8 @@ def run_batch(
         for ident, message in invalid:
             record(ident, invalid_result(message))
         for (group_kit, group_policy), lines in groups.items():
-            _run_group(input_path, lines, group_kit, group_policy, open_runner, record)
+            _run_group(input_path, lines, group_kit, group_policy, open_runner, record, release)
+        release()
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
@@ -339,8 +371,11 @@ def _plan(input_path, done, kit, policy, summary):
     return groups, invalid
 
 
-def _run_group(input_path, lines, kit, policy, open_runner, record) -> None:
-    """Run one (kit, policy) group; LINES are the (offset, number) of its lines."""
+def _run_group(input_path, lines, kit, policy, open_runner, record, release) -> None:
+    """Run one (kit, policy) group; LINES are the (offset, number) of its lines.
+
+    RELEASE is called once its runner is up, before the first job is handed over.
+    """
 
     def jobs():
         for number, raw in _read_at(input_path, lines):
@@ -356,6 +391,7 @@ def _run_group(input_path, lines, kit, policy, open_runner, record) -> None:
             record(ident, invalid_result(str(exc)))
         return
     with runner:
+        release()
         for ident, result in runner.as_completed(jobs()):
             record(ident, result.to_dict() if hasattr(result, "to_dict") else result)
 

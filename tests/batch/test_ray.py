@@ -8,7 +8,6 @@ One cluster serves every scenario; each test below checks one part of its report
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -20,38 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def _in_own_netns() -> list:
-    """The command prefix that runs a child in a new network namespace with loopback up.
-
-    As root: `unshare -n`. Otherwise `unshare -rn` (root in a new user namespace,
-    which may bring loopback up), then back to our own uid in a nested user
-    namespace, so the jails start as they do for an ordinary user.
-    """
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("unshare and ip (util-linux, iproute2) are needed to isolate Ray's network")
-    root = os.geteuid() == 0
-    prefix = ["unshare", "-n" if root else "-rn", "--", "sh", "-c"]
-    back = "" if root else f"unshare --map-user={os.geteuid()} --map-group={os.getegid()} -- "
-    probe = subprocess.run(
-        [*prefix, f"ip link set lo up && exec {back}true"], capture_output=True, text=True
-    )
-    if probe.returncode != 0:
-        pytest.skip(
-            f"cannot make a network namespace here ({' '.join(prefix[:2])}): {probe.stderr.strip()}"
-        )
-    return [*prefix, f'ip link set lo up && exec {back}"$@"', "sh"]
-
-
 @pytest.fixture(scope="module")
-def report(require_nsjail, tmp_path_factory):
+def report(require_nsjail, own_netns, tmp_path_factory):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'lackjail[ray]')")
-    prefix = _in_own_netns()
     work = tmp_path_factory.mktemp("ray")
     out = work / "report.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.run(
         [
-            *prefix,
+            *own_netns,
             sys.executable,
             str(Path(__file__).with_name("ray_driver.py")),
             str(work),
