@@ -76,10 +76,10 @@ def test_matching_a_hostile_intent_stays_fast():
     import time
 
     pattern = IntentPattern.compile("{a} and {b} and {c} now")
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: backtracking would take seconds, not ms
     assert pattern.match("and " * 2000) is None
     assert pattern.match(" " * 8000 + "x") is None
-    assert time.monotonic() - started < 0.5
+    assert time.process_time() - started < 2
 
 
 # --- filling: captured text is data, never code -------------------------------------------------

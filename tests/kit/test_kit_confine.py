@@ -107,7 +107,7 @@ def test_fifo_and_directories_are_not_files(session_for, ws):
     s = session_for()
     started = time.monotonic()
     refused(s.call("read_file", ["pipe"], {}), "not a regular file")
-    assert time.monotonic() - started < 1, "opening a FIFO must not block"
+    assert time.monotonic() - started < 10, "opening a FIFO must not block"
     refused(s.call("write_file", ["pipe", "x"], {}), "not a regular file")
     refused(s.call("read_file", ["src"], {}), "directory")
     refused(s.call("write_file", ["src", "x"], {}), "directory")
