@@ -27,12 +27,24 @@ def exit_code(status: str) -> int:
     return status_exit_code(status)
 
 
+def result_object(status: str, message: str, wall_ms: float = 0.0, **known) -> dict:
+    """A run's result for a program that never ran or did not finish (bad input, Ctrl-C): every
+    key a finished run's has (`lackjail.api.Result`), neutral unless KNOWN (output, trace,
+    isolation, mode) says what happened until then."""
+    from lackjail.api import Result
+
+    stats = {
+        "wall_ms": round(wall_ms, 3),
+        "cpu_ms": 0.0,
+        "max_rss_kb": 0,
+        "tool_calls": len(known.get("trace", ())),
+    }
+    return Result(status, errors=[{"message": message}], stats=stats, **known).to_dict()
+
+
 def error_object(message: str) -> str:
     """Bad input as the one JSON object a --json caller parses (the shape of a run's result)."""
-    return json.dumps(
-        {"status": "invalid", "value": None, "output": "", "errors": [{"message": message}]},
-        ensure_ascii=False,
-    )
+    return json.dumps(jsonable(result_object("invalid", message)), ensure_ascii=False)
 
 
 def read_source(path: str) -> tuple[bytes, str]:

@@ -55,12 +55,24 @@ def error_line(error: dict, filename: str, status: str = "") -> str:
     return format_error({**error, "message": message}, filename)
 
 
-def print_result(result, filename: str) -> None:
-    """A run's printed output and value (stdout), its diff with --dry-run, its errors (stderr)."""
-    if result.output:
-        click.echo(
-            terminal_safe(result.output, multiline=True), nl=not result.output.endswith("\n")
-        )
+def show_output(text: str) -> None:
+    """Printed output as it arrives (stdout, flushed): a long run shows its progress, and Ctrl-C
+    loses nothing that was printed."""
+    click.echo(terminal_safe(text, multiline=True), nl=False)
+
+
+def end_output(output: str) -> None:
+    """The newline shown OUTPUT lacks at its end, so what follows starts a line of its own."""
+    if output and not output.endswith("\n"):
+        click.echo()
+
+
+def print_result(result, filename: str, shown: bool = False) -> None:
+    """A run's printed output (unless SHOWN already as it came) and value (stdout), its diff
+    with --dry-run, its errors (stderr)."""
+    if not shown:
+        show_output(result.output)
+    end_output(result.output)
     if result.status == "ok":
         if result.value is not None:
             click.echo(terminal_safe(json.dumps(jsonable(result.value), ensure_ascii=False)))

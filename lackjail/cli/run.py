@@ -1,11 +1,25 @@
-"""`lackjail run`: validate a program and run it in the jail."""
+"""`lackjail run`: validate a program and run it in the jail.
+
+Every mode follows the run's events as they happen (text mode shows printed
+output at once), so Ctrl-C keeps what the program did until then.
+"""
+
+import time
 
 import click
 
-from lackjail.cli.common import EXIT_HELP, emit_json, exit_code, leave, read_source
+from lackjail.api import Result
+from lackjail.cli.common import (
+    EXIT_HELP,
+    emit_json,
+    exit_code,
+    leave,
+    read_source,
+    result_object,
+)
 from lackjail.cli.jail import open_jail
 from lackjail.cli.options import isolation_option, program_options, setup
-from lackjail.cli.output import detail, print_result
+from lackjail.cli.output import detail, end_output, print_result, show_output
 
 
 @click.command(epilog=EXIT_HELP)
@@ -27,9 +41,10 @@ from lackjail.cli.output import detail, print_result
 def run(file, shared, stream, dry_run, yes, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
-    Prints what the program printed and the value of its last expression;
-    --json prints one object (status, value, output, errors, trace,
-    isolation, stats), also for bad input.
+    Prints what the program prints as it prints it, then the value of its
+    last expression; --json prints one object (status, value, output,
+    errors, trace, isolation, mode, stats, written, diff), also for bad
+    input and for Ctrl-C (status "interrupted", with what ran until then).
 
     \b
     Examples:
@@ -45,19 +60,45 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         from lackjail.cli.approve import terminal_approver
 
         approve = terminal_approver(yes)
+    text = not (stream or shared.as_json)
     with open_jail(chosen, mode=mode, isolation=isolation, approve=approve) as jail:
-        if stream:
-            result = None
+        started, output, trace, finished = time.perf_counter(), [], [], None
+        try:
             for event in jail.stream(source, chosen.params, dry_run=dry_run):
-                emit_json(event)
-                if event.get("event") == "result":
-                    result = event
-            leave(exit_code(result["status"]))
-        result = jail.run(source, chosen.params, dry_run=dry_run)
-    if shared.as_json:
+                kind = event["event"]  # noted before it is shown: Ctrl-C may come next
+                if kind == "output":
+                    output.append(event["text"])
+                elif kind == "call":
+                    trace.append({k: v for k, v in event.items() if k != "event"})
+                else:
+                    finished = event
+                if stream:
+                    emit_json(event)
+                elif text and kind == "output":
+                    show_output(event["text"])
+        except KeyboardInterrupt:  # keep what ran until now; `main` says so and exits 130
+            if text:
+                end_output("".join(output))
+            elif finished is not None:  # it ended just before: its result stands
+                if not stream:
+                    emit_json({k: v for k, v in finished.items() if k != "event"})
+            else:
+                stopped = result_object(
+                    "interrupted",
+                    "interrupted (Ctrl-C): output and trace are what the program did until then",
+                    wall_ms=(time.perf_counter() - started) * 1000,
+                    output="".join(output),
+                    trace=trace,
+                    isolation=jail.isolation,
+                    mode=jail.pool.mode,
+                )
+                emit_json({"event": "result", **stopped} if stream else stopped)
+            raise
+    result = Result(**{k: v for k, v in finished.items() if k != "event"})
+    if shared.as_json and not stream:
         emit_json(result.to_dict())
-    else:
-        print_result(result, filename)
+    elif text:
+        print_result(result, filename, shown=True)
         stats = result.stats
         detail(
             f"{result.status} in {stats.get('wall_ms', 0):.1f} ms wall, "

@@ -3,6 +3,7 @@ values; bad input as JSON after --json; Ctrl-C."""
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -125,6 +126,98 @@ def test_json_callers_get_bad_input_as_one_json_object(args, says, capsys):
     assert error["status"] == "invalid" and says in error["errors"][0]["message"]
 
 
+def test_every_json_object_of_run_has_the_keys_of_a_finished_run(tmp_path, require_nsjail):
+    """Bad input and a rejected program print one object with the same keys as a run that ran
+    (neutral values where nothing ran), and exit 2."""
+    finished = lackjail("run", "-", "--json", stdin="print('hi')\n1")
+    assert finished.returncode == 0, finished.stderr
+    keys = set(json.loads(finished.stdout))
+    assert keys >= {"trace", "isolation", "mode", "stats", "written", "diff"}
+    bad_policy = tmp_path / "bad.toml"
+    bad_policy.write_text('name = "bad"\n[limits]\nwall_s = "soon"\n')
+    cases = [
+        (["missing.lackpy"], "", "cannot read missing.lackpy"),
+        (["-", "--kit", "nokit"], "1", "no kit named 'nokit'"),
+        (["-", "--param", "1x=2"], "1", "not a valid identifier"),
+        (["-", "--param", "novalue"], "1", "is not NAME=VALUE"),
+        (["-", "--policy", "nosuch"], "1", "no policy named 'nosuch'"),
+        (["-", "--policy", str(bad_policy)], "1", "limits.wall_s"),
+        (["-"], "import os", "'import' is not allowed"),
+    ]
+    for args, program, says in cases:
+        proc = lackjail("run", *args, "--json", stdin=program, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        error = json.loads(proc.stdout)
+        assert set(error) == keys, args
+        assert error["status"] == "invalid" and says in error["errors"][0]["message"], args
+        assert (error["value"], error["output"], error["trace"], error["written"]) == (
+            None,
+            "",
+            [],
+            [],
+        )
+        assert error["stats"] == {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0}
+
+
+@pytest.fixture
+def interrupt_after_first_output(monkeypatch):
+    """Ctrl-C in the middle of a real run: Jail.stream raises KeyboardInterrupt right after the
+    first output event, as the signal would while the program still runs."""
+    from lackjail.api import Jail
+
+    real = Jail.stream
+
+    def stream(self, *args, **kwargs):
+        for event in real(self, *args, **kwargs):
+            yield event
+            if event["event"] == "output":
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(Jail, "stream", stream)
+
+
+@pytest.mark.parametrize("mode", ["--json", "--stream", "text"])
+def test_ctrl_c_keeps_what_the_program_did(
+    mode, tmp_path, capsys, interrupt_after_first_output, require_nsjail
+):
+    (tmp_path / "notes.txt").write_text("hello")
+    program = tmp_path / "p.lackpy"
+    program.write_text("text = read_file('notes.txt')\nprint(text)\nlen(text)\n")
+    args = ["run", str(program), "--kit", "readonly", "--workspace", str(tmp_path)]
+    with pytest.raises(SystemExit) as done:
+        main(args + ([] if mode == "text" else [mode]))
+    assert done.value.code == 130
+    out, err = capsys.readouterr()
+    assert "interrupted" in err and "Traceback" not in err
+    if mode == "text":
+        assert out == "hello\n"
+        return
+    stopped = json.loads(out.splitlines()[-1])
+    if mode == "--stream":
+        assert [json.loads(line)["event"] for line in out.splitlines()] == [
+            "call",
+            "output",
+            "result",
+        ]
+        assert stopped.pop("event") == "result"
+    assert stopped["status"] == "interrupted" and stopped["output"] == "hello\n"
+    assert [call["tool"] for call in stopped["trace"]] == ["read_file"]
+    assert stopped["trace"][0]["ok"] is True and stopped["stats"]["tool_calls"] == 1
+    assert (stopped["value"], stopped["written"], stopped["isolation"]) == (None, [], "nsjail")
+    assert set(stopped) == {
+        "status",
+        "value",
+        "output",
+        "errors",
+        "trace",
+        "isolation",
+        "mode",
+        "stats",
+        "written",
+        "diff",
+    }
+
+
 def test_ctrl_c_exits_130_in_process(monkeypatch, capsys):
     from lackjail.cli import check as check_module
 
@@ -168,6 +261,43 @@ def test_ctrl_c_exits_130_as_a_user_sees_it():
         proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_ctrl_c_during_a_run_keeps_its_output(stream, tmp_path, require_nsjail):
+    """A real SIGINT while a long program runs: what it printed stays on stdout (text mode) or in
+    the last event, a result with status "interrupted" (--stream); exit 130."""
+    (tmp_path / "slow.toml").write_text('name = "slow"\n[limits]\nwall_s = 600.0\ncpu_s = 600\n')
+    program = "print('started')\ntotal = 0\nfor i in range(10000000000):\n    total = total + i\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", "run", "-", "--policy", str(tmp_path / "slow.toml")]
+        + (["--stream"] if stream else []),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        text=True,
+    )
+    try:
+        proc.stdin.write(program)
+        proc.stdin.close()
+        # shown while the program still runs (600 s of work); not shown in 120 s is a failure
+        assert select.select([proc.stdout], [], [], 120)[0], "nothing shown while it ran"
+        first = proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    if not stream:
+        assert (first, rest) == ("started\n", "")
+        return
+    assert json.loads(first) == {"event": "output", "text": "started\n"}
+    last = json.loads(rest.splitlines()[-1])
+    assert (last["event"], last["status"], last["output"]) == ("result", "interrupted", "started\n")
 
 
 def test_version_flag():
