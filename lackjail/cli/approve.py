@@ -1,6 +1,7 @@
 """terminal_approver: asking the person at the terminal whether a tool call may go ahead."""
 
 import json
+import select
 import sys
 import threading
 
@@ -16,26 +17,33 @@ def _format_call(call: dict) -> str:
     return f"{call['tool']}({', '.join(args)})"
 
 
-def terminal_approver(yes: bool = False):
+def terminal_approver(yes: bool = False, stop: threading.Event | None = None):
     """A callback approve(call) -> bool: always True with YES; else asks on the terminal, and denies
     without one.
 
     The question goes to stderr (stdout may carry --json); everything in it
     that the program chose is escaped, so it cannot drive the terminal. One
-    question at a time when runs share the terminal.
+    question at a time when runs share the terminal. Only "y" or "yes" allows.
+    The question is asked from the thread that runs the program, which Ctrl-C
+    does not reach: setting STOP ends it unanswered (denied), so the run can end.
     """
     if yes:
         return lambda call: True
     lock = threading.Lock()
+    stop = stop or threading.Event()
 
     def approve(call: dict) -> bool:
         if not sys.stdin.isatty():
             return False
         question = terminal_safe(f"allow {_format_call(call)}? ({call.get('reason', '')})")
         with lock:
+            click.echo(f"lackjail: {question} [y/N]: ", nl=False, err=True)
             try:
-                return click.confirm(f"lackjail: {question}", default=False, err=True)
-            except (click.Abort, EOFError, OSError):
-                return False
+                while not stop.is_set():
+                    if select.select([sys.stdin], [], [], 0.2)[0]:
+                        return sys.stdin.readline().strip().lower() in ("y", "yes")
+            except (OSError, ValueError):  # the terminal went away
+                pass
+            return False
 
     return approve

@@ -4,6 +4,7 @@ Every mode follows the run's events as they happen (text mode shows printed
 output at once), so Ctrl-C keeps what the program did until then.
 """
 
+import threading
 import time
 
 import click
@@ -55,11 +56,11 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
     """
     chosen = setup(shared)
     source, filename = read_source(file)
-    approve = None
+    approve, stop = None, threading.Event()  # set on Ctrl-C: a pending question is denied
     if chosen.kit.names:
         from lackjail.cli.approve import terminal_approver
 
-        approve = terminal_approver(yes)
+        approve = terminal_approver(yes, stop)
     text = not (stream or shared.as_json)
     with open_jail(chosen, mode=mode, isolation=isolation, approve=approve) as jail:
         started, output, trace, finished = time.perf_counter(), [], [], None
@@ -77,6 +78,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                 elif text and kind == "output":
                     show_output(event["text"])
         except KeyboardInterrupt:  # keep what ran until now; `main` says so and exits 130
+            stop.set()
             if text:
                 end_output("".join(output))
             elif finished is not None:  # it ended just before: its result stands

@@ -2,6 +2,9 @@
 
 import io
 import json
+import os
+import pty
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -88,12 +91,29 @@ def test_create_bad_input(ws, args, word):
     assert not (ws / ".lackjail" / "kits" / "x.kit").exists()
 
 
-class FakeTty(io.StringIO):
-    def isatty(self):
-        return True
+@pytest.fixture
+def terminal(monkeypatch):
+    """TYPE(text): stdin becomes a pseudo-terminal on which TEXT has been typed."""
+    masters, stdins = [], []
+
+    def type_(text: str):
+        master, slave = pty.openpty()
+        os.write(master, text.encode())
+        if text:
+            masters.append(master)
+        else:
+            os.close(master)  # the terminal hung up: EOF
+        stdins.append(open(slave, encoding="utf-8"))
+        monkeypatch.setattr("sys.stdin", stdins[-1])
+
+    yield type_
+    for stdin in stdins:
+        stdin.close()
+    for master in masters:
+        os.close(master)
 
 
-def test_terminal_approver(monkeypatch, capsys):
+def test_terminal_approver(monkeypatch, capsys, terminal):
     call = {
         "tool": "write_file",
         "args": ["a.txt", "x"],
@@ -103,16 +123,24 @@ def test_terminal_approver(monkeypatch, capsys):
     assert terminal_approver(yes=True)(call) is True
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     assert terminal_approver()(call) is False  # no terminal: deny without asking
-    monkeypatch.setattr("sys.stdin", FakeTty("y\n"))
+    terminal("y\n")
     assert terminal_approver()(call) is True
     assert 'allow write_file("a.txt", "x")?' in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
+    terminal("yes\n")
+    assert terminal_approver()(call) is True
+    terminal("n\n")
     assert terminal_approver()(call) is False
-    monkeypatch.setattr("sys.stdin", FakeTty(""))
+    terminal("sure\n")
+    assert terminal_approver()(call) is False  # only y or yes allows
+    terminal("")
     assert terminal_approver()(call) is False  # EOF on the terminal denies
+    stopped = threading.Event()
+    stopped.set()
+    terminal("y\n")
+    assert terminal_approver(stop=stopped)(call) is False  # Ctrl-C came: unanswered is denied
     capsys.readouterr()
     hostile = {**call, "args": ["\x1b[2K\x1b[1Aok.txt", "\u202ex"], "reason": "\x1b]0;t\x07"}
-    monkeypatch.setattr("sys.stdin", FakeTty("n\n"))
+    terminal("n\n")
     assert terminal_approver()(hostile) is False
     asked = capsys.readouterr().err
     assert "\x1b" not in asked and "\u202e" not in asked and "\x07" not in asked

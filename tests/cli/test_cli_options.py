@@ -3,6 +3,7 @@ values; bad input as JSON after --json; Ctrl-C."""
 
 import json
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -298,6 +299,44 @@ def test_ctrl_c_during_a_run_keeps_its_output(stream, tmp_path, require_nsjail):
     assert json.loads(first) == {"event": "output", "text": "started\n"}
     last = json.loads(rest.splitlines()[-1])
     assert (last["event"], last["status"], last["output"]) == ("result", "interrupted", "started\n")
+
+
+def test_ctrl_c_while_a_tool_call_awaits_approval(tmp_path, require_nsjail):
+    """The question is asked from the thread that runs the program; Ctrl-C (in the main thread)
+    still ends the run at once: the question is denied, exit 130, nothing hangs."""
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "ask.toml").write_text('name = "ask"\n[tools]\napproval = ["read_file"]\n')
+    (tmp_path / "p.lackpy").write_text("t = read_file('notes.txt')\nprint(t)\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", "run", "p.lackpy"]
+        + ["--kit", "readonly", "--policy", "ask.toml"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=tmp_path,
+        env=cli_env(),
+    )
+    os.close(slave)
+    shown = b""
+    try:
+        while b"[y/N]" not in shown:
+            assert select.select([master], [], [], 120)[0], shown
+            shown += os.read(master, 4096)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        proc.kill()
+        os.close(master)
+    assert b"interrupted" in shown and b"Traceback" not in shown and b"hello" not in shown
 
 
 def test_version_flag():
