@@ -41,6 +41,14 @@ def on_a_terminal(args, cwd, stream="stdout", **env) -> tuple[str, int]:
         **streams,
     )
     os.close(slave)
+    shown = read_terminal(master)
+    proc.communicate(timeout=60)
+    os.close(master)
+    return shown.decode("utf-8", "replace"), proc.returncode
+
+
+def read_terminal(master: int) -> bytes:
+    """Everything still to be read from the pseudo-terminal MASTER until its other end closes."""
     shown = b""
     while True:
         try:
@@ -50,6 +58,4 @@ def on_a_terminal(args, cwd, stream="stdout", **env) -> tuple[str, int]:
         if not chunk:
             break
         shown += chunk
-    proc.communicate(timeout=60)
-    os.close(master)
-    return shown.decode("utf-8", "replace"), proc.returncode
+    return shown

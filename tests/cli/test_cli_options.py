@@ -12,7 +12,7 @@ import time
 
 import click
 import pytest
-from cli_support import cli_env, lackjail
+from cli_support import cli_env, lackjail, read_terminal
 from click.testing import CliRunner
 
 from lackjail.cli import cli, main
@@ -242,15 +242,20 @@ def _reading_stdin(pid: int) -> bool:
     return len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 0
 
 
-def test_ctrl_c_exits_130_as_a_user_sees_it():
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lackjail.cli", "run", "-"],
+def piped(*args) -> subprocess.Popen:
+    """`python -m lackjail.cli ARGS` started with stdin, stdout and stderr as text pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "lackjail.cli", *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(),
         text=True,
     )
+
+
+def test_ctrl_c_exits_130_as_a_user_sees_it():
+    proc = piped("run", "-")
     try:
         deadline = time.monotonic() + 60
         while not _reading_stdin(proc.pid):
@@ -270,15 +275,7 @@ def test_ctrl_c_during_a_run_keeps_its_output(stream, tmp_path, require_nsjail):
     the last event, a result with status "interrupted" (--stream); exit 130."""
     (tmp_path / "slow.toml").write_text('name = "slow"\n[limits]\nwall_s = 600.0\ncpu_s = 600\n')
     program = "print('started')\ntotal = 0\nfor i in range(10000000000):\n    total = total + i\n"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lackjail.cli", "run", "-", "--policy", str(tmp_path / "slow.toml")]
-        + (["--stream"] if stream else []),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        text=True,
-    )
+    proc = piped("run", "-", "--policy", str(tmp_path / "slow.toml"), *(["--stream"] * stream))
     try:
         proc.stdin.write(program)
         proc.stdin.close()
@@ -325,14 +322,7 @@ def test_ctrl_c_while_a_tool_call_awaits_approval(tmp_path, require_nsjail):
             shown += os.read(master, 4096)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 130
-        while select.select([master], [], [], 0)[0]:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the terminal closed
-                break
-            if not chunk:
-                break
-            shown += chunk
+        shown += read_terminal(master)
     finally:
         proc.kill()
         os.close(master)
