@@ -45,6 +45,8 @@ MAP = "Jail.map throughput, 2 workers (runs/s)"
 MAP_LOAD = "Jail.map throughput, 10,000 programs, 2 workers (runs/s)"  # with --load
 BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
+VALIDATE = "validate trivial (median us)"
+VALIDATE_IDLE = "validate trivial after 10 ms idle (median us)"
 
 
 def pct(samples, p):
@@ -76,16 +78,24 @@ class Figures(dict):
 # -- the floor: validation and an unconfined exec ----------------------------------------
 
 
-def validate_figures(n=2000):
+def validate_figures(n=2000, idle_n=200):
+    """Validation back to back, and after each of IDLE_N pauses as long as a spaced run's:
+    the same work on caches gone cold (a run with its spares ready pays that everywhere)."""
     from lackjail import lang
     from lackjail.lang.bench_programs import TWENTY_LINES
 
     for program in (TRIVIAL, TWENTY_LINES):
         lang.validate(program)
+
+    def after_idle():
+        time.sleep(SPACING_S)
+        t = time.perf_counter()
+        lang.validate(TRIVIAL)
+        return (time.perf_counter() - t) * 1e6
+
     return {
-        "validate trivial (median us)": statistics.median(
-            _timeit(lambda: lang.validate(TRIVIAL), n)
-        ),
+        VALIDATE: statistics.median(_timeit(lambda: lang.validate(TRIVIAL), n)),
+        VALIDATE_IDLE: statistics.median(after_idle() for _ in range(idle_n)),
         "validate 20 lines (median us)": statistics.median(
             _timeit(lambda: lang.validate(TWENTY_LINES), n)
         ),
@@ -715,11 +725,19 @@ def _where(f: Figures) -> dict[str, str]:
             f"{cpus * 1e6 / 2000:,.0f} us"
         )
     if trip is not None:
+        warm, idle = f.get(VALIDATE), f.get(VALIDATE_IDLE)
         out["fresh p50, spares ready"] = (
             "a run with its child waiting is a request and a result between two processes "
             f"(a pipe round trip across CPUs: {trip:,.0f} us here)"
             + (f" and {fresh[0]:,.0f} us of the controller's CPU" if fresh else "")
             + "; the rest is waking the child and the caller, and the child's run"
+            + (
+                f"; all of it on cold caches after the pause: validating the trivial program "
+                f"takes {idle:,.0f} us after {SPACING_S * 1000:g} ms idle against "
+                f"{warm:,.0f} us back to back ({idle / warm:,.1f}x)"
+                if warm and idle is not None
+                else ""
+            )
         )
         out["host tool call vs monty's external call"] = (
             "a host tool call is a round trip between the child and the controller (a pipe "

@@ -58,9 +58,10 @@ def bench(runs, load, isolation, sections, as_json, markdown):
         if quiet:
             return
         click.echo(f"\n{title}")
+        width = max([56, *map(len, part)])
         for key, value in part.items():
             shown = part.unavailable[key] if value is None else _shown(value)
-            click.echo(f"  {key:<56} {shown:>14}")
+            click.echo(f"  {key:<{width}} {shown:>14}")
 
     if not quiet:
         click.echo(f"lackjail bench: {runs} runs per latency figure, program {b.TRIVIAL!r}")

@@ -83,6 +83,7 @@ def test_goals_not_met_say_where_their_time_goes_from_the_same_run(bench_json):
     figures = bench_json["figures"]
     goals = {g["figure"]: g for g in bench_json["goals"]}
     assert figures[bench.HANDOFF] > 0  # the floor of a run and of a tool call, measured here
+    assert figures[bench.VALIDATE_IDLE] > 0 and figures[bench.VALIDATE] > 0
     for name in ("fresh throughput, 2 workers", "reuse p50", "cold start to first result"):
         goal = goals[name]
         assert goal["met"] or goal["where"], name
@@ -104,6 +105,9 @@ def test_where_the_time_goes_is_worded_from_the_figures():
             bench.TPUT_FRESH: 700.0,
             bench.HANDOFF: 80.0,
             bench.REUSE: 200.0,
+            bench.FRESH_SPARE: 900.0,
+            bench.VALIDATE: 16.0,
+            bench.VALIDATE_IDLE: 160.0,
             "fresh back to back: CPU per run, controller (us)": 400.0,
             "fresh back to back: CPU per run, zygotes (us)": 500.0,
             "fresh back to back: CPU per run, children (us)": 1100.0,
@@ -119,6 +123,9 @@ def test_where_the_time_goes_is_worded_from_the_figures():
     assert f"a ceiling of {cpus * 1e6 / 2000:,.0f} runs/s" in tput
     assert "a pipe round trip: 80 us here" in judged["reuse p50"].where
     assert "120 us in the controller and 90 us in the child" in judged["reuse p50"].where
+    spare = judged["fresh p50, spares ready"].where
+    assert "400 us of the controller's CPU" in spare
+    assert "160 us after 10 ms idle against 16 us back to back (10.0x)" in spare
     assert judged["cold start to first result"].where == ""  # no figure, no words
     table = _markdown(figures, list(judged.values()))
     assert "Where the time goes, for each goal not met" in table
