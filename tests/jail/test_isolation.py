@@ -28,6 +28,18 @@ try:
     out["interfaces"] = [name for _, name in socket.if_nameindex()]
 except OSError as exc:
     out["interfaces"] = "socket refused: " + exc.strerror
+cache = "/opt/lackjail/lackjail/__pycache__"
+out["pycache"] = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+import lackjail.protocol
+out["protocol_pyc_fresh"] = None
+if os.path.exists(lackjail.protocol.__cached__):
+    with open(lackjail.protocol.__cached__, "rb") as fh:  # the header Python checks the source by
+        header = fh.read(16)
+    source = os.stat(lackjail.protocol.__file__)
+    out["protocol_pyc_fresh"] = header[4:16] == (
+        bytes(4) + (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+        + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    )
 bpf = confine.prepare_filter(BPF)
 tries = {
     "open": "os.open('/dev/null', os.O_RDONLY)",
@@ -88,6 +100,18 @@ def test_host_files_are_absent(probe):
     # only the worker's own files of the package are mounted
     assert exists["/opt/lackjail/lackjail/pool"] is False
     assert exists["/opt/lackjail/lackjail/api.py"] is False
+
+
+def test_the_jail_holds_the_bytecode_of_its_top_level_modules_and_no_other(probe):
+    """Without it the jail, which cannot write, compiles them at every zygote's start."""
+    names = ("__init__", "plain", "protocol")
+    cache = Path(images.PACKAGE_DIR) / "__pycache__"
+    host = sorted(
+        f"{n}.cpython-312.pyc" for n in names if (cache / f"{n}.cpython-312.pyc").exists()
+    )
+    assert probe["pycache"] == host  # not api's, bench's, ...: only what the jail imports
+    if "protocol.cpython-312.pyc" in host:
+        assert probe["protocol_pyc_fresh"] is True  # so the jail uses it, not the source
 
 
 def test_no_network_interface(probe):
