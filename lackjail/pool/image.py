@@ -246,9 +246,10 @@ def render(cfg: NsJailConfig) -> str:
     return to_textproto(cfg)
 
 
-def bootstrap(jailroot: str, module: str = "lackjail.worker.zygote") -> str:
-    """The `-c` code that puts the jail's package root on sys.path and runs MODULE."""
-    return (
-        f"import sys; sys.path.insert(0, {jailroot!r}); import runpy; "
-        f"runpy.run_module({module!r}, run_name='__main__')"
-    )
+def bootstrap(
+    jailroot: str, module: str = "lackjail.worker.zygote", entry: str | None = "main"
+) -> str:
+    """The `-c` code that puts the jail's package root on sys.path, imports MODULE and calls
+    its ENTRY function (if any). Not runpy: importing it costs every zygote's start ~1.5 ms."""
+    call = f"from {module} import {entry}; {entry}()" if entry else f"import {module}"
+    return f"import sys; sys.path.insert(0, {jailroot!r}); {call}"

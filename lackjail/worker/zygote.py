@@ -34,12 +34,14 @@ import select
 import signal
 import struct
 import sys
+import time
 import types
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
 from lackjail.worker import confine, puretools, runner, textcodecs  # noqa: F401 - jail tools
 
-WARM_UPS = 3  # runs of our own warm-up program in the zygote, before the first fork
+WARM_UPS = 3  # runs of our own warm-up program in the zygote (share_heap)
+FIRST_RUN_S = 0.1  # how long share_heap waits for the first child to serve its run
 
 CTRL = 0
 RUN_IN, RUN_OUT = 3, 4  # a child's run channel
@@ -161,14 +163,22 @@ class Zygote:
         return True
 
     def serve(self):
+        """Keep SPARES children forked ahead; until `stop` or the control socket closes."""
         while True:
             while len(self.children) < self.cfg["spares"]:
                 self.fork()
-            for fd, _ in self.poller.poll():
-                if fd in self.children:
-                    self.reap(fd)
-                elif not self.command():
-                    return
+            if not self.answer():
+                return
+
+    def answer(self, timeout=None) -> bool:
+        """Reap the children that ended and answer control frames, waiting for one up to
+        TIMEOUT seconds (None: for ever); False when the zygote must exit."""
+        for fd, _ in self.poller.poll(None if timeout is None else timeout * 1000):
+            if fd in self.children:
+                self.reap(fd)
+            elif not self.command():
+                return False
+        return True
 
 
 def no_lazy_imports():
@@ -218,6 +228,24 @@ def main():
     confine.set_no_new_privs()
     textcodecs.preload()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    zygote = Zygote(cfg, flt)
+    # The jail's first run waits for its first child, not for the work below, which only
+    # makes the later children cheaper: that child is forked first, and the work waits
+    # until it has served its run (or FIRST_RUN_S), so as not to take the CPU from it.
+    gc.freeze()  # the first child's collector leaves the inherited heap alone
+    zygote.fork()
+    gc.unfreeze()  # immortalize_heap must see every object again
+    deadline = time.monotonic() + FIRST_RUN_S
+    while zygote.children and time.monotonic() < deadline:
+        if not zygote.answer(max(0.0, deadline - time.monotonic())):
+            os._exit(0)
+    share_heap(cfg)
+    zygote.serve()
+    os._exit(0)  # no interpreter teardown over an immortal heap
+
+
+def share_heap(cfg) -> None:
+    """Ready the heap for the children forked after this: fewer pages each one copies."""
     # Our own fixed program, run here: its bytecode is specialised and the caches it
     # fills are filled once, in pages the children share, not written by every child.
     for _ in range(WARM_UPS):
@@ -226,9 +254,3 @@ def main():
     immortalize_heap()
     ctypes.CDLL(None).malloc_trim(0)  # hand free heap pages back: a smaller zygote
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
-    Zygote(cfg, flt).serve()
-    os._exit(0)  # no interpreter teardown over an immortal heap
-
-
-if __name__ == "__main__":
-    main()

@@ -1,10 +1,13 @@
 """What the zygote does before its first fork: the codecs it loads (and the clear
-error for the others) and the heap it hands its children (immortal, so shared)."""
+error for the others), the heap it hands its children (immortal, so shared), and the
+order of its start: the first child is forked before that heap work, the others after."""
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lackjail.api import Jail
@@ -41,6 +44,68 @@ def test_the_zygote_heap_is_immortal_and_still_works():
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+# zygote.main() in a plain process with the zygote's process work recorded instead of
+# done: what it calls, in which order, and whether the heap is immortal at each step.
+START = """
+import gc, sys
+sys.path.insert(0, ROOT)
+from lackjail.worker import runner, zygote
+calls = []
+def immortal():
+    return sys.getrefcount(zygote.child) == 0xFFFFFFFF
+class Zygote:
+    def __init__(self, cfg, flt):
+        self.children = {}
+    def fork(self):
+        calls.append(("fork", immortal(), gc.get_freeze_count() > 0))
+        self.children[len(calls)] = (0, len(calls))
+    def answer(self, timeout):
+        calls.append(("answer", timeout <= zygote.FIRST_RUN_S))
+        if WHEN == "ends":
+            self.children.clear()  # the first child served its run and was reaped
+        return WHEN != "stop"
+    def serve(self):
+        calls.append(("serve", immortal(), gc.get_freeze_count() > 0))
+        print(repr(calls), flush=True)
+warm_up = runner.warm_up
+runner.warm_up = lambda cfg: calls.append(("warm_up",)) or warm_up(cfg)
+zygote.Zygote = Zygote
+zygote.FIRST_RUN_S = 0.05
+sys.argv[1:] = [repr({"memory_mb": 512, "cpu_s": 5, "output_bytes": 1 << 20,
+    "value_bytes": 1 << 20, "runs_per_child": 1, "spares": 2, "seccomp": False, "bpf": b""})]
+zygote.main()
+""".replace("ROOT", repr(ROOT))
+
+
+def _start(when: str) -> list:
+    proc = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", START.replace("WHEN", repr(when))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return eval(proc.stdout) if proc.stdout else []
+
+
+def test_the_first_child_is_forked_before_the_heap_work_and_the_rest_after():
+    calls = _start("ends")
+    # the first child: a frozen heap (its collector leaves it alone), not yet immortal
+    assert calls[0] == ("fork", False, True)
+    # its run ends it; then the warm-ups and the immortal heap, then the spares
+    assert calls[1:] == [("answer", True), *[("warm_up",)] * 3, ("serve", True, True)]
+
+
+def test_a_first_child_left_unused_delays_the_heap_work_only_so_long():
+    calls = _start("waits")  # answer() returns with the child still there, until the deadline
+    assert calls[0] == ("fork", False, True) and calls[-1] == ("serve", True, True)
+    assert {c for c in calls[1:-4]} == {("answer", True)} and calls[-4:-1] == [("warm_up",)] * 3
+
+
+def test_a_stop_while_the_first_child_waits_ends_the_zygote_there():
+    assert _start("stop") == []  # exit code 0 (asserted), and no heap work, no serve
+
+
 @pytest.fixture(scope="module")
 def jail(require_nsjail):
     with Jail(workers=1) as j:
@@ -67,3 +132,38 @@ def test_every_loaded_codec_round_trips(jail, name):
     text = "caf\u00e9" if name not in ("ascii", "idna", "koi8_r", "cp1251", "shift_jis") else "cafe"
     r = jail.run(f"t = {text!r}\nt.encode({name!r}).decode({name!r}) == t")
     assert r.status == "ok" and r.value is True, (name, r)
+
+
+def _minflt(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[7])  # field 10, minflt
+
+
+def test_the_first_child_is_confined_and_the_later_ones_share_the_readied_heap(require_nsjail):
+    """The first child says `ready` before the zygote readies its heap, and is confined as
+    any other; the spares forked after it copy fewer pages than it did (the warm-ups and
+    the immortal reference counts spare them ~120 here)."""
+    with Jail(workers=1) as jail:
+        (zygote,) = psutil.Process(jail.pool.pids()[0]).children()
+        first = min(zygote.children(), key=lambda p: p.pid)  # forked before any other
+        with open(f"/proc/{first.pid}/status") as fh:
+            status = dict(line.split(":", 1) for line in fh)
+        with open(f"/proc/{zygote.pid}/status") as fh:
+            filters = int(dict(line.split(":", 1) for line in fh)["Seccomp_filters"])
+        assert status["NoNewPrivs"].strip() == "1"
+        assert int(status["Seccomp_filters"]) == filters + 1  # nsjail's, and the child's own
+        first_faults = _minflt(first.pid)
+        deadline = time.monotonic() + 30
+        while True:  # the spares the zygote forks after its heap work, each ready
+            with jail.pool._cond:
+                ready = sum(j.ready_count() for j in jail.pool._idle)
+            later = [c for c in zygote.children() if c.pid != first.pid]
+            if ready == jail.policy.pool.spares and len(later) == ready - 1:
+                break
+            assert time.monotonic() < deadline, "the spares never became ready"
+            time.sleep(0.02)
+        assert later and all(_minflt(c.pid) < first_faults - 50 for c in later), (
+            first_faults,
+            [_minflt(c.pid) for c in later],
+        )
+        assert jail.run("x = len([1, 2, 3])\nx").value == 3
