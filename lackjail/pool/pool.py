@@ -133,7 +133,9 @@ class Pool:
                 if self._closed:
                     break
                 self._kill_retired()
-                self._spawn_missing()
+                missing = self._missing()
+            self._spawn(missing)
+            with self._cond:
                 watched = {}
                 for jail in self._starting:
                     for fd in jail.watch_fds():
@@ -196,16 +198,27 @@ class Pool:
             times.append(self._next_start)
         return max(0.0, min(times) - now)
 
-    def _spawn_missing(self) -> None:
-        now = time.monotonic()
-        while len(self._jails) < self.size and now >= self._next_start:
+    def _missing(self) -> int:
+        """How many jails to start now: the pool is short of N and no backoff holds (lock
+        held)."""
+        if time.monotonic() < self._next_start:
+            return 0
+        return max(0, self.size - len(self._jails))
+
+    def _spawn(self, count: int) -> None:
+        """Start COUNT jails, without the lock: creating a process waits for nsjail's exec
+        (milliseconds on a busy machine), and a run borrowing a jail need not wait for that.
+        Only the supervisor adds jails, so the count stays right."""
+        for _ in range(count):
             try:
                 jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
             except OSError as exc:
-                self._failed(str(exc))
+                with self._cond:
+                    self._failed(str(exc))
                 return
-            self._jails.add(jail)
-            self._starting[jail] = now + self.policy.pool.start_timeout_s
+            with self._cond:
+                self._jails.add(jail)
+                self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
 
     def _pump_starting(self, jail: JailProcess) -> None:
         try:
