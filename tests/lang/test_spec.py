@@ -87,3 +87,34 @@ def test_importing_lang_loads_nothing_else_from_lackjail():
     ours, foreign = (eval(line) for line in done.stdout.splitlines())
     assert all(m == "lackjail" or m.startswith("lackjail.lang") for m in ours), ours
     assert foreign == [], foreign
+
+
+def test_the_spec_and_optional_rules_load_only_when_asked_for():
+    """The jail imports lang at every zygote's start and never uses the spec for prompts:
+    importing lang leaves describe, the rulebook and the custom rules unloaded."""
+    later = ("lackjail.lang.describe", "lackjail.lang.rulebook", "lackjail.lang.custom_rules")
+    code = (
+        "import sys; sys.path.insert(0, '.'); import lackjail.lang as lang\n"
+        f"print([m in sys.modules for m in {later!r}])\n"
+        "assert lang.SPEC['language'] == 'lackpy' and lang.spec() == lang.SPEC\n"
+        "assert callable(lang.render) and lang.custom_rules.SHIPPED\n"
+        f"print([m in sys.modules for m in {later!r}])\n"
+        "print(hasattr(lang, 'nothing_such'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=LANG_DIR.parents[1],
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == [
+        "[False,",
+        "False,",
+        "False]",
+        "[True,",
+        "True,",
+        "True]",
+        "False",
+    ]
