@@ -178,8 +178,8 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             f"not {values['isolation']!r}"
         )
     pool = values.get("pool")
-    if pool is not None and pool.spares < 1:
-        raise PolicyError("policy key 'pool.spares' must be >= 1 (children kept ready per jail)")
+    if pool is not None:
+        _check_pool(pool)
     if pool is not None and pool.mode not in MODES:
         raise PolicyError(
             f"policy key 'pool.mode' must be one of {', '.join(MODES)}; not {pool.mode!r}"
@@ -193,6 +193,30 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             if getattr(limits, key) == 0:
                 raise PolicyError(f"policy key 'limits.{key}' must be > 0")
     return Policy(**values)
+
+
+# Bounds a typo must not pass: each jail is a process tree with its own memory, and every
+# spare is a forked child waiting, so a stray zero or three means a host full of processes.
+MAX_WORKERS = 1024
+MAX_SPARES = 16
+
+
+def _check_pool(pool: PoolSettings) -> None:
+    if not 1 <= pool.spares <= MAX_SPARES:
+        raise PolicyError(
+            f"policy key 'pool.spares' must be between 1 and {MAX_SPARES} (children kept "
+            f"ready per jail; 2 is plenty for back-to-back runs), not {pool.spares}"
+        )
+    if pool.workers > MAX_WORKERS:
+        raise PolicyError(
+            f"policy key 'pool.workers' must be at most {MAX_WORKERS} (0: one per CPU), "
+            f"not {pool.workers}"
+        )
+    if pool.recycle_after < 1:
+        raise PolicyError(
+            "policy key 'pool.recycle_after' must be >= 1 (runs a jail serves before it is "
+            "replaced; in reuse mode, runs per child)"
+        )
 
 
 def _check_lifted(tools: ToolRules) -> None:

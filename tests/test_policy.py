@@ -27,6 +27,10 @@ def test_ci_workspace_is_read_only():
         ({"limits": {"memory_mb": 0}}, "'limits.memory_mb' must be > 0"),
         ({"limits": {"wall_s": 0}}, "'limits.wall_s' must be a positive number"),
         ({"pool": {"mode": "fast"}}, "'pool.mode' must be one of fresh, reuse"),
+        ({"pool": {"spares": 0}}, "'pool.spares' must be between 1 and 16"),
+        ({"pool": {"spares": 100000}}, "'pool.spares' must be between 1 and 16"),
+        ({"pool": {"workers": 100000}}, "'pool.workers' must be at most 1024 (0: one per CPU)"),
+        ({"pool": {"recycle_after": 0}}, "'pool.recycle_after' must be >= 1"),
         ({"isolation": "docker"}, "'isolation' must be one of nsjail, seccomp, any"),
         ({"tools": {"approval": "write_file"}}, "'tools.approval' must be a list of tool names"),
         (
@@ -57,3 +61,11 @@ def test_policy_file(tmp_path):
         load_policy(str(path))
     with pytest.raises(PolicyError, match="does not exist"):
         load_policy(str(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("workers", [-1, 100000])
+def test_a_pool_size_out_of_bounds_is_refused_before_any_jail_starts(workers):
+    from lackjail.pool import Pool
+
+    with pytest.raises(ValueError, match=r"workers must be between 1 and 1024 .*not -?\d+"):
+        Pool(load_policy("default"), workers=workers)

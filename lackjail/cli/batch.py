@@ -6,6 +6,7 @@ import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
 from lackjail.cli.options import isolation_option
+from lackjail.policy import MAX_WORKERS
 
 
 @click.command()
@@ -27,7 +28,9 @@ from lackjail.cli.options import isolation_option
     type=click.Path(file_okay=False),
     help="Folder the file tools are confined to [cwd].",
 )
-@click.option("--workers", type=click.IntRange(min=1), help="Jails per pool [the policy's].")
+@click.option(
+    "--workers", type=click.IntRange(1, MAX_WORKERS), help="Jails per pool [the policy's]."
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),

@@ -17,7 +17,7 @@ import threading
 import time
 
 from lackjail import protocol
-from lackjail.policy import Policy
+from lackjail.policy import MAX_WORKERS, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import JailDied, JailProcess
@@ -46,6 +46,11 @@ class Pool:
         mode: str | None = None,
         isolation_level: str | None = None,
     ):
+        if workers is not None and not 0 <= workers <= MAX_WORKERS:
+            raise ValueError(
+                f"workers must be between 1 and {MAX_WORKERS} (0 or None: the policy's "
+                f"pool.workers), not {workers}"
+            )
         self.policy = policy
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
