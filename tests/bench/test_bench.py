@@ -20,6 +20,8 @@ ISSUE_10_FIGURES = [
     bench.FRESH_SPARE_P99,
     bench.REUSE,
     bench.TOOL,
+    bench.TOOL_SESSION,
+    bench.VALIDATE_IDLE,
     bench.TPUT_FRESH,
     bench.TPUT_REUSE,
     bench.COLD,
@@ -108,6 +110,9 @@ def test_where_the_time_goes_is_worded_from_the_figures():
             bench.FRESH_SPARE: 900.0,
             bench.VALIDATE: 16.0,
             bench.VALIDATE_IDLE: 160.0,
+            bench.TOOL: 60.0,
+            bench.MONTY_CALL: 70.0,
+            bench.TOOL_SESSION: 25.0,
             "fresh back to back: CPU per run, controller (us)": 400.0,
             "fresh back to back: CPU per run, zygotes (us)": 500.0,
             "fresh back to back: CPU per run, children (us)": 1100.0,
@@ -126,6 +131,9 @@ def test_where_the_time_goes_is_worded_from_the_figures():
     spare = judged["fresh p50, spares ready"].where
     assert "400 us of the controller's CPU" in spare
     assert "160 us after 10 ms idle against 16 us back to back (10.0x)" in spare
+    call = judged["host tool call vs monty's external call"].where
+    assert "a pipe round trip across CPUs: 80 us here" in call
+    assert "(25 us in-process, most of it the hop to the thread that runs the tool" in call
     assert judged["cold start to first result"].where == ""  # no figure, no words
     table = _markdown(figures, list(judged.values()))
     assert "Where the time goes, for each goal not met" in table
