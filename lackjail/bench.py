@@ -770,8 +770,10 @@ def _where(f: Figures) -> dict[str, str]:
         total = sum(reuse)
         out["reuse throughput, 2 workers"] = (
             f"{total:,.0f} us of CPU per reuse run on {cpus} cores: a ceiling of "
-            f"{cpus * 1e6 / total:,.0f} runs/s; the rest is the callers and the jails "
-            "waiting for each other's wake-ups"
+            f"{cpus * 1e6 / total:,.0f} runs/s; the controller's {reuse[0]:,.0f} us of it are "
+            "mostly Python, which runs one thread at a time (about "
+            f"{1e6 / reuse[0]:,.0f} runs/s at most from one process); the rest is the "
+            "callers and the jails waiting for each other's wake-ups"
         )
     if f.get(ZYGOTE_START) is not None:
         out["cold start to first result"] = (

@@ -127,6 +127,10 @@ def test_where_the_time_goes_is_worded_from_the_figures():
     assert tput.startswith(f"2,000 us of CPU per fresh run on {cpus} cores")
     assert f"a ceiling of {cpus * 1e6 / 2000:,.0f} runs/s" in tput
     assert "a pipe round trip: 80 us here" in judged["reuse p50"].where
+    assert (
+        "(about 8,333 runs/s at most from one process)"
+        in judged["reuse throughput, 2 workers"].where
+    )
     assert "120 us in the controller and 90 us in the child" in judged["reuse p50"].where
     spare = judged["fresh p50, spares ready"].where
     assert "400 us of the controller's CPU" in spare
