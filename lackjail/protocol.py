@@ -207,41 +207,40 @@ def frame_length(header: bytes, limit: int = MAX_FRAME) -> int:
     return length
 
 
-# msgpack type bytes -> (length bytes, fixed payload) of scalars; strings and
-# containers are handled in scan().
-_FIXED = {
-    0xC0: 0,
-    0xC2: 0,
-    0xC3: 0,
-    0xCA: 4,
-    0xCB: 8,
-    0xCC: 1,
-    0xCD: 2,
-    0xCE: 4,
-    0xCF: 8,
-    0xD0: 1,
-    0xD1: 2,
-    0xD2: 4,
-    0xD3: 8,
-}
-_SCALAR_COST = {
-    0xCA: 24,
-    0xCB: 24,
-    0xCD: 32,
-    0xCE: 32,
-    0xCF: 32,
-    0xD0: 32,
-    0xD1: 32,
-    0xD2: 32,
-    0xD3: 32,
-}
-_SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin 8/16/32, str 8/16/32
-_CONTAINERS = {
-    0xDC: (2, 1),
-    0xDD: (4, 1),
-    0xDE: (2, 2),
-    0xDF: (4, 2),
-}  # array/map 16/32: (bytes, items each)
+# What scan() does with each msgpack type byte: (kind, a, b), where a scalar has `a` payload
+# bytes and costs `b`, a fixstr holds `a` bytes, a sized str/bin has an `a`-byte length, a
+# fixarray/fixmap holds `a` items of `b` values each, an array/map 16/32 has an `a`-byte
+# count of items of `b` values each; ext types and the reserved byte are refused.
+_SCALAR, _FIXSTR, _SIZED, _FIXCONTAINER, _CONTAINER, _REFUSED = range(6)
+
+
+def _type_table() -> tuple:
+    table = [(_REFUSED, 0, 0)] * 256
+    for b in range(0x80):
+        table[b] = (_SCALAR, 0, 0)  # positive fixint
+    for b in range(0xE0, 0x100):
+        table[b] = (_SCALAR, 0, 32)  # negative fixint
+    for b in range(0x80, 0x90):
+        table[b] = (_FIXCONTAINER, b & 0x0F, 2)  # fixmap
+    for b in range(0x90, 0xA0):
+        table[b] = (_FIXCONTAINER, b & 0x0F, 1)  # fixarray
+    for b in range(0xA0, 0xC0):
+        table[b] = (_FIXSTR, b & 0x1F, 0)
+    scalars = {  # nil, false, true, float 32/64, uint 8..64, int 8..64: (payload, cost)
+        0xC0: (0, 0), 0xC2: (0, 0), 0xC3: (0, 0), 0xCA: (4, 24), 0xCB: (8, 24),
+        0xCC: (1, 0), 0xCD: (2, 32), 0xCE: (4, 32), 0xCF: (8, 32),
+        0xD0: (1, 32), 0xD1: (2, 32), 0xD2: (4, 32), 0xD3: (8, 32),
+    }  # fmt: skip
+    for b, (payload, cost) in scalars.items():
+        table[b] = (_SCALAR, payload, cost)
+    for b, width in {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}.items():
+        table[b] = (_SIZED, width, 0)  # bin 8/16/32, str 8/16/32
+    for b, (width, per) in {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}.items():
+        table[b] = (_CONTAINER, width, per)  # array 16/32, map 16/32
+    return tuple(table)
+
+
+_TYPES = _type_table()
 
 
 def scan(body: bytes) -> None:
@@ -258,39 +257,41 @@ def scan(body: bytes) -> None:
     """
     size, pos = len(body), 0
     budget = COST_PER_BYTE * size + COST_BASE
-    pending = [1]  # items still to read at each open level
-    while pending:
-        if not pending[-1]:
-            pending.pop()
+    left, above = 1, []  # values still to read at the open level, and at each level above
+    types = _TYPES
+    while True:
+        if not left:
+            if not above:
+                break
+            left = above.pop()
             continue
-        pending[-1] -= 1
+        left -= 1
         if pos >= size:
             raise ProtocolError("frame ends inside a value")
         b = body[pos]
+        kind, a, per = types[b]
         pos += 1
-        if b <= 0x7F or b >= 0xE0 or b in _FIXED:
-            pos += _FIXED.get(b, 0)
-            budget -= _SCALAR_COST.get(b, 32 if b >= 0xE0 else 0)
+        if kind == _SCALAR:
+            pos += a
+            budget -= per
             continue
-        if 0xA0 <= b <= 0xBF or b in _SIZED:
-            if b in _SIZED:
-                width = _SIZED[b]
-                length = int.from_bytes(body[pos : pos + width], "big")
-                pos += width
+        if kind == _FIXSTR or kind == _SIZED:
+            if kind == _SIZED:
+                length = int.from_bytes(body[pos : pos + a], "big")
+                pos += a
+                if length > MAX_STR:
+                    raise ProtocolError(f"string of {length} bytes exceeds the {MAX_STR}-byte cap")
             else:
-                length = b & 0x1F
-            if length > MAX_STR:
-                raise ProtocolError(f"string of {length} bytes exceeds the {MAX_STR}-byte cap")
+                length = a
             pos += length
             if length > 1:
                 budget -= 56 + length
             continue
-        if 0x80 <= b <= 0x9F:
-            items, per = b & 0x0F, (2 if b <= 0x8F else 1)
-        elif b in _CONTAINERS:
-            width, per = _CONTAINERS[b]
-            items = int.from_bytes(body[pos : pos + width], "big")
-            pos += width
+        if kind == _FIXCONTAINER:
+            items = a
+        elif kind == _CONTAINER:
+            items = int.from_bytes(body[pos : pos + a], "big")
+            pos += a
         else:
             raise ProtocolError(
                 f"type byte 0x{b:02x} (an ext type or reserved) is not allowed on the wire"
@@ -302,7 +303,7 @@ def scan(body: bytes) -> None:
             raise ProtocolError(
                 f"a container announces {count} items but the frame holds {size - pos} bytes"
             )
-        if len(pending) > MAX_DEPTH:
+        if len(above) >= MAX_DEPTH:
             raise ProtocolError(f"frame nests deeper than {MAX_DEPTH} levels")
         budget -= 64 + 56 * items if per == 2 else 56 + 8 * items
         if budget < 0:
@@ -310,7 +311,8 @@ def scan(body: bytes) -> None:
                 f"a {size}-byte frame would decode into more than {COST_PER_BYTE} times "
                 "its size in objects (too many small containers)"
             )
-        pending.append(count)
+        above.append(left)
+        left = count
     if pos != size:
         raise ProtocolError(
             f"frame has {size - pos} bytes after its value"
@@ -412,11 +414,11 @@ class FrameBuffer:
             if self._need is None:
                 if len(self._buf) < HEADER.size:
                     return
-                self._need = frame_length(bytes(self._buf[: HEADER.size]), self._limit)
+                self._need = frame_length(self._buf[: HEADER.size], self._limit)
                 del self._buf[: HEADER.size]
             if len(self._buf) < self._need:
                 return
-            body = bytes(self._buf[: self._need])
+            body = self._buf[: self._need]  # a copy, decoded as it is
             del self._buf[: self._need]
             self._need = None
             yield decode(body, expect)

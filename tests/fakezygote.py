@@ -15,6 +15,8 @@ Steps (a list of [action, argument]):
   ["write_run", [gen, hex, placeholder]]  the same, PLACEHOLDER replaced by the run's id
   ["result", gen]        write an `ok` result for the run last read from it (value: gen)
   ["result_status", [gen, status]]  the same with another status
+  ["result_of", [gen, other, n]]  an `ok` result on GEN's channel carrying the id of run N
+                         (0 the first, -1 the last) read from child OTHER
   ["late", [gen, hex]]   like write, but the channel may be closed already
   ["ctrl", hex]          write raw bytes on the control socket
   ["done", [gen, sig]]   send `done` for that child (signal SIG, or exit code 0)
@@ -34,6 +36,7 @@ from lackjail import protocol  # noqa: E402
 
 ctrl = socket.socket(fileno=0)
 children = {}  # gen -> [run_in (read end), run_out (write end), last run id]
+run_ids = {}  # gen -> the ids of every run read from that child, in order
 for action, arg in json.loads(open(sys.argv[2]).read()):
     if action == "spawn":
         in_r, in_w = os.pipe()
@@ -47,6 +50,7 @@ for action, arg in json.loads(open(sys.argv[2]).read()):
     elif action == "read_run":
         frame = protocol.read_frame(lambda n, fd=children[arg][0]: os.read(fd, n))
         children[arg][2] = frame["id"]
+        run_ids.setdefault(arg, []).append(frame["id"])
     elif action == "write":
         os.write(children[arg[0]][1], bytes.fromhex(arg[1]))
     elif action == "write_run":  # the same, with a placeholder id replaced by the run's
@@ -59,6 +63,10 @@ for action, arg in json.loads(open(sys.argv[2]).read()):
     elif action == "result_status":
         gen, status = arg
         result = protocol.make_result(children[gen][2], status, gen, [], 1.0, 1)
+        os.write(children[gen][1], protocol.encode(result))
+    elif action == "result_of":
+        gen, other, n = arg
+        result = protocol.make_result(run_ids[other][n], "ok", gen, [], 1.0, 1)
         os.write(children[gen][1], protocol.encode(result))
     elif action == "late":  # raw bytes on a run channel the controller may have closed
         try:

@@ -30,6 +30,9 @@ from lackjail import protocol
 
 CTRL_FRAMES = ("spawned", "done", "pong")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
+# A pipe's whole buffer: a bigger read returns no more, and costs a bigger allocation per read
+# (os.read(fd, 1 << 20) of a 60-byte result: ~17 us, against ~1 us for 1 << 16).
+READ_SIZE = 1 << 16
 
 
 class JailDied(RuntimeError):
@@ -54,7 +57,7 @@ class Child:
         """Read what the channel holds into frames: True when something came,
         None when nothing is there now, False at end of file."""
         try:
-            data = os.read(self.run_out, 1 << 20)
+            data = os.read(self.run_out, READ_SIZE)
         except BlockingIOError:
             return None
         if not data:

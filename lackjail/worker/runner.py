@@ -20,6 +20,7 @@ from lackjail import lang, plain, protocol
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
+READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
 class Stop(BaseException):
@@ -58,25 +59,38 @@ class Channel:
         self.fd_in, self.fd_out = fd_in, fd_out
         self._poller = select.poll()
         self._poller.register(fd_in, select.POLLIN)
+        self._buf = protocol.FrameBuffer()
 
     def send(self, msg):
         data = memoryview(protocol.encode(msg))
         while data:
             data = data[os.write(self.fd_out, data) :]
 
-    def _read(self, n, spin):
+    def _read(self, spin):
+        """What the channel holds now (a whole frame, usually: the controller writes each
+        in one go), after waiting for it; b'' at end of file."""
         if not spin:
             self._poller.poll()
         until = time.perf_counter() + protocol.SPIN_S if spin else 0.0
         while True:
             try:
-                return os.read(self.fd_in, n)
+                return os.read(self.fd_in, READ_SIZE)
             except BlockingIOError:
                 if time.perf_counter() > until:
                     self._poller.poll()
 
     def recv(self, expect, spin=False):
-        return protocol.read_frame(lambda n: self._read(n, spin), expect)
+        """The next frame, one of EXPECT; EOFError when the controller closed the channel."""
+        while True:
+            frame = next(self._buf.frames(expect), None)
+            if frame is not None:
+                return frame
+            data = self._read(spin)
+            if not data:
+                raise EOFError(
+                    "channel closed mid-frame" if self._buf.pending() else "channel closed"
+                )
+            self._buf.feed(data)
 
 
 class Output:
@@ -206,8 +220,21 @@ def _error_location(exc, source):
     return line, col
 
 
-def _cpu_ms():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def _assign_value(last):
+    """`<value> = EXPR` for the program's last expression statement LAST, every node
+    placed where LAST is (cheaper than `ast.fix_missing_locations` over the whole tree)."""
+    place = {
+        "lineno": last.lineno,
+        "col_offset": last.col_offset,
+        "end_lineno": last.end_lineno,
+        "end_col_offset": last.end_col_offset,
+    }
+    return ast.Assign(
+        targets=[ast.Name(VALUE_NAME, ast.Store(), **place)], value=last.value, **place
+    )
+
+
+def _cpu_ms(usage):
     return (usage.ru_utime + usage.ru_stime) * 1000
 
 
@@ -217,7 +244,7 @@ def run_one(channel, msg, limits):
     The run gets the CPU limit for itself: a profiling timer (CPU time, SIGPROF,
     whose default action ends the process) armed now and disarmed at the end.
     """
-    cpu_start = _cpu_ms()
+    cpu_start = _cpu_ms(resource.getrusage(resource.RUSAGE_SELF))
     if limits["cpu_s"]:
         signal.setitimer(signal.ITIMER_PROF, limits["cpu_s"])
     out = Output(channel, limits["output_bytes"])
@@ -236,22 +263,10 @@ def run_one(channel, msg, limits):
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
             if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = tree.body[-1]
-                tree.body[-1] = ast.Assign(
-                    targets=[ast.Name(VALUE_NAME, ast.Store())],
-                    value=last.value,
-                    lineno=last.lineno,
-                    col_offset=last.col_offset,
-                    end_lineno=last.end_lineno,
-                    end_col_offset=last.end_col_offset,
-                )
-                ast.fix_missing_locations(tree)
+                tree.body[-1] = _assign_value(tree.body[-1])
             code = compile(tree, FILENAME, "exec", dont_inherit=True)
-            level = lang.LEVELS[language]
-            namespace = {name: BUILTINS[name] for name in level.builtins if name in BUILTINS}
+            namespace = dict(NAMESPACES[language])
             namespace["print"] = make_print(out)
-            if language == "extended":
-                namespace.update(EXCEPTIONS)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -289,10 +304,10 @@ def run_one(channel, msg, limits):
         except Stop:
             pass
     signal.setitimer(signal.ITIMER_PROF, 0)
-    cpu_ms = round(_cpu_ms() - cpu_start, 3)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_ms = round(_cpu_ms(usage) - cpu_start, 3)
     errors = [{k: v for k, v in e.items() if v is not None} for e in errors]
-    return protocol.make_result(msg["id"], status, value, errors, cpu_ms, rss)
+    return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
 def _load_builtins():
@@ -319,6 +334,21 @@ def _load_exceptions():
 
 
 EXCEPTIONS = _load_exceptions()
+
+
+def _load_namespaces():
+    """Each level's starting namespace (its builtins; the extended level's exception
+    classes), built once: a run copies its level's and adds print, parameters and tools."""
+    namespaces = {}
+    for name, level in lang.LEVELS.items():
+        namespace = {n: BUILTINS[n] for n in level.builtins if n in BUILTINS}
+        if name == "extended":
+            namespace.update(EXCEPTIONS)
+        namespaces[name] = namespace
+    return namespaces
+
+
+NAMESPACES = _load_namespaces()
 
 
 WARM_UP = """\

@@ -65,6 +65,30 @@ def test_bad_status_is_a_malformed_result(tmp_path):
     assert outcome.status == "error" and "malformed result" in outcome.errors[0]["message"]
 
 
+def test_a_reused_child_answering_with_its_previous_run_id_is_a_malformed_result(tmp_path):
+    """Run ids come from a counter: a result carrying the id of the child's earlier run
+    (a stale answer) is still refused, and the child retired."""
+    steps = [*START, ["result", 1], ["read_run", 1], ["result_of", [1, 1, 0]]]
+    with fake_jail(tmp_path, steps) as jail:
+        first = run_on(jail, runs_per_child=2)
+        second = run_on(jail, runs_per_child=2)
+    assert first.status == "ok" and first.value == 1 and not first.retire
+    assert second.status == "error" and second.retire
+    assert "malformed result" in second.errors[0]["message"]
+
+
+def test_a_child_answering_with_another_childs_run_id_is_a_malformed_result(tmp_path):
+    """Each child's first run has an id of its own: child 2 cannot answer with child 1's."""
+    steps = [*START, ["result", 1], ["spawn", 2], ["ready", 2], ["read_run", 2]]
+    steps += [["result_of", [2, 1, 0]]]
+    with fake_jail(tmp_path, steps) as jail:
+        first = run_on(jail)  # fresh mode: child 1 serves one run and is dropped
+        second = run_on(jail)
+    assert first.status == "ok" and first.value == 1
+    assert second.status == "error" and second.retire
+    assert "malformed result" in second.errors[0]["message"]
+
+
 @pytest.mark.parametrize(
     "steps,status,text,retire",
     [

@@ -33,6 +33,14 @@ def test_runtime_error_has_line_and_col(jail):
     assert "ZeroDivisionError" in r.errors[0]["message"]
 
 
+def test_error_in_the_last_expression_has_its_line_and_col(jail):
+    """The last expression becomes the value's assignment, placed where the expression is."""
+    r = jail.run("x = 1\n[x,\n 1 / 0]")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert (r.errors[0]["line"], r.errors[0]["col"]) == (3, 2)
+    assert jail.run("x = 2\n[x,\n x * 3]").value == [2, 6]
+
+
 def test_runtime_error_col_counts_characters_from_one(jail):
     r = jail.run("x = 1\ny = ['\u00e9\u00e9', x / 0]")  # 'éé' is 4 bytes, 2 characters
     assert (r.errors[0]["line"], r.errors[0]["col"]) == (2, 12)

@@ -1,0 +1,86 @@
+"""The child's end of its run channel (`runner.Channel`): whole frames however the bytes
+arrive, end of file and bad frames reported, never a frame mixed up with the next."""
+
+import os
+import threading
+
+import pytest
+
+from lackjail import protocol
+from lackjail.worker.runner import Channel
+
+
+@pytest.fixture
+def channel():
+    """A Channel on a pipe (non-blocking, as the child's is) and the pipe's write end."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    yield Channel(read_end, os.open(os.devnull, os.O_WRONLY)), write_end
+    for fd in (read_end, write_end):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _run(run_id: str) -> bytes:
+    return protocol.encode(protocol.make_run(run_id, "x = 1\nx", {"a": [1, 2]}, [], {}, "lackpy"))
+
+
+def test_a_frame_written_in_pieces_is_read_whole(channel):
+    chan, w = channel
+    data = _run("7")
+    pieces = [data[:2], data[2:5], data[5:-1], data[-1:]]
+
+    def write():  # each piece after the reader has had the chance to see the one before
+        for piece in pieces:
+            os.write(w, piece)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    frame = chan.recv(("run",))
+    writer.join()
+    assert frame["id"] == "7" and frame["params"] == {"a": [1, 2]}
+
+
+@pytest.mark.parametrize("spin", [False, True])
+def test_frames_that_arrive_together_come_out_one_at_a_time_in_order(channel, spin):
+    chan, w = channel
+    reply = protocol.encode(protocol.make_return(1, True, "v", None, None))
+    os.write(w, _run("1") + reply + _run("2")[:3])
+    assert chan.recv(("run",), spin=spin)["id"] == "1"
+    assert chan.recv(("return",), spin=spin)["value"] == "v"
+    os.write(w, _run("2")[3:])
+    assert chan.recv(("run",), spin=spin)["id"] == "2"
+
+
+def test_end_of_file_between_frames_and_inside_one(channel):
+    chan, w = channel
+    os.write(w, _run("1") + _run("2")[:6])
+    os.close(w)
+    assert chan.recv(("run",))["id"] == "1"
+    with pytest.raises(EOFError, match="mid-frame"):
+        chan.recv(("run",))
+
+
+def test_end_of_file_with_nothing_pending(channel):
+    chan, w = channel
+    os.close(w)
+    with pytest.raises(EOFError, match="^channel closed$"):
+        chan.recv(("run",))
+
+
+@pytest.mark.parametrize(
+    "data,text",
+    [
+        (b"\0\0\0\0", "outside"),  # a zero length
+        (b"\xff\xff\xff\xff", "outside"),  # beyond the frame cap
+        (b"\0\0\0\x03\x93\x01\x02", "announces 3 items"),  # more items than the frame holds
+        (protocol.encode(protocol.make_ready(1)), "unexpected"),  # not a frame the child takes
+    ],
+)
+def test_bad_frames_are_protocol_errors(channel, data, text):
+    chan, w = channel
+    os.write(w, data + b"\0" * 8)
+    with pytest.raises(protocol.ProtocolError, match=text):
+        chan.recv(("run",))
