@@ -6,11 +6,11 @@ validated again here (the worker trusts nothing it is sent), compiled here
 (the controller never compiles), and its last expression becomes the value.
 """
 
+import _signal as signal  # setitimer without signal.py's enums
 import ast
 import os
 import resource
 import select
-import signal
 import sys
 import time
 import types

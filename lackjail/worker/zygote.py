@@ -22,6 +22,7 @@ Descriptors: 0 and 1 the control socket, 2 the jail's log. A child keeps
 only 3 and 4, its run channel; it closes the rest before any program runs.
 """
 
+import _signal as signal  # signal.py would add its enums: only its constants are used here
 import _socket  # socket.py would add selectors, array and enum's extras to every child
 import ast
 import ctypes
@@ -31,7 +32,6 @@ import importlib.machinery
 import os
 import resource
 import select
-import signal
 import struct
 import sys
 import time

@@ -57,7 +57,7 @@ class Zygote:
     def __init__(self, cfg, flt):
         self.children = {}
     def fork(self):
-        calls.append(("fork", immortal(), gc.get_freeze_count() > 0))
+        calls.append(("fork", immortal(), gc.get_freeze_count() > 0, "signal" in sys.modules))
         self.children[len(calls)] = (0, len(calls))
     def answer(self, timeout):
         calls.append(("answer", timeout <= zygote.FIRST_RUN_S))
@@ -90,15 +90,16 @@ def _start(when: str) -> list:
 
 def test_the_first_child_is_forked_before_the_heap_work_and_the_rest_after():
     calls = _start("ends")
-    # the first child: a frozen heap (its collector leaves it alone), not yet immortal
-    assert calls[0] == ("fork", False, True)
+    # the first child: a frozen heap (its collector leaves it alone), not yet immortal; and
+    # no signal.py (its enums; the zygote and the runner use _signal)
+    assert calls[0] == ("fork", False, True, False)
     # its run ends it; then the warm-ups and the immortal heap, then the spares
     assert calls[1:] == [("answer", True), *[("warm_up",)] * 3, ("serve", True, True)]
 
 
 def test_a_first_child_left_unused_delays_the_heap_work_only_so_long():
     calls = _start("waits")  # answer() returns with the child still there, until the deadline
-    assert calls[0] == ("fork", False, True) and calls[-1] == ("serve", True, True)
+    assert calls[0] == ("fork", False, True, False) and calls[-1] == ("serve", True, True)
     assert {c for c in calls[1:-4]} == {("answer", True)} and calls[-4:-1] == [("warm_up",)] * 3
 
 
