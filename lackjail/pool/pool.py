@@ -254,7 +254,6 @@ class Pool:
         except (JailDied, protocol.ProtocolError, OSError) as exc:
             self._idle.remove(jail)
             self._retire(jail, str(exc))
-        self._cond.notify_all()  # wait_full counts the ready spares
 
     def _check_start_deadlines(self) -> None:
         now = time.monotonic()
@@ -403,13 +402,10 @@ class Pool:
     # -- for tests, benchmarks and shutdown -----------------------------
 
     def wait_full(self, timeout: float = 10.0) -> bool:
-        """Block until every jail is started and idle with all its spares ready (used by
-        benchmarks and tests): a zygote forks the spares after its first child only once it
-        has readied its heap for them, so then its start-up work is done."""
+        """Block until every jail is started and idle (used by benchmarks and tests)."""
         deadline = time.monotonic() + timeout
-        spares = self.policy.pool.spares
         with self._cond:
-            while len(self._idle) < self.size or any(j.ready_count() < spares for j in self._idle):
+            while len(self._idle) < self.size:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False

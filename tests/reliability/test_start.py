@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import psutil
 import pytest
 
 from lackjail.api import Jail
@@ -40,16 +39,3 @@ def test_a_run_is_served_while_the_supervisor_creates_another_jail(require_nsjai
             release.set()
         assert jail.pool.wait_full(30)
         assert len(jail.pool.pids()) == 2
-
-
-def test_wait_full_returns_once_every_jail_has_all_its_spares_ready(require_nsjail):
-    """The spares after a zygote's first child come after its start-up work (its heap
-    readied for them): a pool that says it is full has done that work in every jail."""
-    with Jail(workers=2) as jail:
-        assert jail.pool.wait_full(30)
-        spares = jail.policy.pool.spares
-        with jail.pool._cond:
-            assert [j.ready_count() for j in jail.pool._idle] == [spares, spares]
-        zygotes = [psutil.Process(pid).children()[0] for pid in jail.pool.pids()]
-        assert [len(z.children()) for z in zygotes] == [spares, spares]
-        assert jail.run("x = 2 * 3\nx").value == 6
