@@ -170,10 +170,13 @@ class Pool:
         self._shut_down()
 
     def _shut_down(self) -> None:
-        """Stop the idle and starting jails, kill the lent ones (their runs end as `killed`
-        and give them back), reap each one given back; then the pool holds nothing."""
+        """Stop the idle jails, kill the starting ones (nothing runs there, and a zygote reads
+        its control socket only once it has started: closing right after the first run waited
+        for the second jail's start, ~50 ms) and the lent ones (their runs end as `killed` and
+        give them back), reap each one given back; then the pool holds nothing."""
         with self._cond:
-            idle = list(self._idle) + list(self._starting)
+            starting = list(self._starting)
+            idle = list(self._idle) + starting
             self._idle.clear()
             self._starting.clear()
             lent = [j for j in self._jails if j not in idle and j not in self._retired]
@@ -181,7 +184,10 @@ class Pool:
             jail.signal_kill()
         self._lent_killed.set()
         for jail in idle:
-            jail.stop()
+            if jail in starting:
+                jail.kill()
+            else:
+                jail.stop()
         with self._cond:
             self._jails.difference_update(idle)
             while True:

@@ -1,12 +1,17 @@
-"""The pool's start: the first run does not wait for the other jails to be created."""
+"""The pool's start and its end: the first run does not wait for the other jails to be
+created, and closing does not wait for a jail still starting."""
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
+import psutil
 import pytest
 
 from lackjail.api import Jail
+from lackjail.pool import isolation
 from lackjail.pool import pool as pool_module
 
 pytestmark = pytest.mark.nsjail
@@ -39,3 +44,39 @@ def test_a_run_is_served_while_the_supervisor_creates_another_jail(require_nsjai
             release.set()
         assert jail.pool.wait_full(30)
         assert len(jail.pool.pids()) == 2
+
+
+def test_closing_kills_a_jail_still_starting_instead_of_asking_it_to_stop(
+    require_nsjail, monkeypatch
+):
+    """A zygote reads its control socket only once it has started, so a `stop` waits for
+    that (closing right after the first run waited ~50 ms for the second jail); nothing runs
+    in a starting jail: it is killed. Here the second jail never starts at all."""
+    never = isolation.Launcher("nsjail", [sys.executable, "-c", "import time; time.sleep(60)"], {})
+    created, stopped = [], []
+
+    class SecondNeverStarts(pool_module.JailProcess):
+        def __init__(self, launcher, *args, **kwargs):
+            super().__init__(never if created else launcher, *args, **kwargs)
+            created.append(self)
+
+        def stop(self, grace=0.5):
+            stopped.append(self)
+            super().stop(grace)
+
+    monkeypatch.setattr(pool_module, "JailProcess", SecondNeverStarts)
+    jail = Jail(workers=2)
+    try:
+        assert jail.run("x = 1 + 2\nx").value == 3
+        deadline = time.monotonic() + 30
+        while True:  # the supervisor has created the second jail; it is starting
+            with jail.pool._cond:
+                if jail.pool._starting:
+                    break
+            assert time.monotonic() < deadline, "the second jail was never created"
+            time.sleep(0.01)
+    finally:
+        jail.close()
+    first, second = created
+    assert stopped == [first]  # the started one is asked to stop, the starting one killed
+    assert not second.alive and not psutil.pid_exists(second.pid)
