@@ -15,7 +15,11 @@ import sys
 import tempfile
 import time
 
-TRIVIAL = "x = len([1, 2, 3])\nx"
+
+def _program(i: int) -> str:
+    """The trivial program as a text of its own (value 3): programs are new, as an agent's
+    are, so none gets the verdict the controller keeps for a program it has seen."""
+    return f"x = len([1, 2, {i}])\nx"
 
 
 def _rate(n: int, seconds: float) -> float:
@@ -36,7 +40,7 @@ def batch_runs_per_s(n: int = 10_000, workers: int = 2, isolation=None) -> float
         source, out = os.path.join(tmp, "in.jsonl"), os.path.join(tmp, "out.jsonl")
         with open(source, "w") as fh:
             for i in range(n):
-                fh.write(json.dumps({"id": i, "program": TRIVIAL}) + "\n")
+                fh.write(json.dumps({"id": i, "program": _program(i)}) + "\n")
         with Jail(workers=workers, isolation=isolation) as jail:
             jail.pool.wait_full()
             summary = run_batch(source, out, lambda kit, policy: _Borrowed(jail))
@@ -65,11 +69,11 @@ def local_figures(n: int = 10_000, workers: int = 2) -> dict:
     with Jail(workers=workers) as jail:
         jail.pool.wait_full()
         started = time.perf_counter()
-        for _ in range(n):
-            jail.run(TRIVIAL)
+        for i in range(n):
+            jail.run(_program(i))
         sequential = _rate(n, time.perf_counter() - started)
         started = time.perf_counter()
-        if not all(r.ok for r in jail.map([TRIVIAL] * n)):
+        if not all(r.ok for r in jail.map(_program(n + i) for i in range(n))):
             raise RuntimeError("Jail.map: a trivial program failed")
         mapped = _rate(n, time.perf_counter() - started)
     batched = round(batch_runs_per_s(n, workers), 1)
@@ -106,7 +110,7 @@ def _ray_inside(n: int) -> dict:
     from lackjail.api import Jail
     from lackjail.ray import RayJail
 
-    jobs = [(i, TRIVIAL, None) for i in range(n)]
+    jobs = [(i, _program(i), None) for i in range(n)]
     with Jail(workers=2) as jail:
         jail.pool.wait_full()
         started = time.perf_counter()

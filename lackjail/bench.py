@@ -9,6 +9,7 @@ installed its figures say so and no ratio is made up.
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import tempfile
@@ -17,6 +18,17 @@ import time
 from dataclasses import dataclass
 
 TRIVIAL = "x = len([1, 2, 3])\nx"
+# Every measured run gets a text no run had before (its value is still 3): an agent's
+# programs are new, and the controller keeps its verdicts on programs it has seen.
+SHAPE = "x = len([1, 2, N])\nx"
+_serial = itertools.count(1000)
+
+
+def fresh_program() -> str:
+    """The trivial program, a text never used before in this process (thread-safe)."""
+    return SHAPE.replace("N", str(next(_serial)))
+
+
 WORKERS = 2
 SPACING_S = 0.01  # the pause before a "spares ready" run: long enough for a zygote to refill
 SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")  # in the order they run
@@ -29,6 +41,7 @@ FRESH_SPARE = "fresh p50, spares ready (us)"
 FRESH_SPARE_P99 = "fresh p99, spares ready (us)"
 REUSE = "reuse p50 (us)"
 REUSE_P99 = "reuse p99 (us)"
+REUSE_SAME = "reuse p50, the same program every run (us)"
 TOOL = "host tool call (median us per call)"
 JAIL_TOOL = "jail-placed tool call (median us per call)"
 TOOL_SESSION = "host tool call: kit checks and the tool's thread, in-process (median us)"
@@ -161,13 +174,15 @@ def handoff_us(n=2000):
 # -- jailed runs ---------------------------------------------------------------------------
 
 
-def _run_latency(jail, n, gap_s=0.0):
+def _run_latency(jail, n, gap_s=0.0, same=None):
+    """N runs' latencies; each a new trivial program, or SAME every time."""
     samples = []
     for _ in range(n):
         if gap_s:
             time.sleep(gap_s)
+        program = same or fresh_program()
         t = time.perf_counter()
-        result = jail.run(TRIVIAL)
+        result = jail.run(program)
         samples.append((time.perf_counter() - t) * 1e6)
         _expect(result)
     return samples
@@ -324,7 +339,7 @@ def cold_start_ms(isolation=None, repeats=3):
     for _ in range(repeats):
         t = time.perf_counter()
         with Jail(workers=WORKERS, isolation=isolation) as jail:
-            _expect(jail.run(TRIVIAL))
+            _expect(jail.run(fresh_program()))
             samples.append((time.perf_counter() - t) * 1000)
     return statistics.median(samples), jail.isolation
 
@@ -386,12 +401,15 @@ def reuse_figures(n=500, isolation=None, callers=4):
         figures.unavailable.update(spent.unavailable)
         figures[REUSE] = pct(reuse, 0.5)
         figures[REUSE_P99] = pct(reuse, 0.99)
+        # a program run again (Jail.map over parameters): its verdict and code are kept
+        figures[REUSE_SAME] = pct(_run_latency(jail, n, same=TRIVIAL), 0.5)
         figures[TPUT_REUSE] = throughput(jail, callers, total=n * 4)["runs/s"]
     return figures
 
 
-def throughput(jail, callers, total, program=TRIVIAL, expect=3):
-    """TOTAL runs from CALLERS threads: runs/s and latency percentiles; checks every value."""
+def throughput(jail, callers, total, program=None, expect=3):
+    """TOTAL runs from CALLERS threads: runs/s and latency percentiles; checks every value.
+    Without PROGRAM, every run gets a new trivial program."""
     latencies, failures = [], []
     lock = threading.Lock()
     counter = iter(range(total))
@@ -401,8 +419,9 @@ def throughput(jail, callers, total, program=TRIVIAL, expect=3):
             with lock:
                 if next(counter, None) is None:
                     return
+            text = program or fresh_program()
             t = time.perf_counter()
-            result = jail.run(program)
+            result = jail.run(text)
             dt = (time.perf_counter() - t) * 1e6
             with lock:
                 latencies.append(dt)
@@ -509,7 +528,7 @@ def monty_figures(n=500, calls=1000, repeats=5):
 
         def session_run():
             with pool.checkout() as session:
-                if session.feed_run(TRIVIAL) != 3:
+                if session.feed_run(fresh_program()) != 3:
                     raise RuntimeError("monty benchmark run failed")
 
         for _ in range(20):
@@ -546,8 +565,9 @@ def lackpy_figures(n=500):
         async def measure():
             samples = []
             for i in range(n + 20):
+                program = fresh_program()
                 t = time.perf_counter()
-                result = await service.run_program(TRIVIAL, profile=[])
+                result = await service.run_program(program, profile=[])
                 if i >= 20:
                     samples.append((time.perf_counter() - t) * 1e6)
                 if not result.success or result.output != 3:
@@ -577,7 +597,7 @@ def map_throughput(total, isolation=None) -> float:
         _settle(jail)
         t = time.perf_counter()
         count = 0
-        for result in jail.map([TRIVIAL] * total):
+        for result in jail.map([fresh_program() for _ in range(total)]):
             _expect(result)
             count += 1
         elapsed = time.perf_counter() - t

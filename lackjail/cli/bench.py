@@ -64,7 +64,10 @@ def bench(runs, load, isolation, sections, as_json, markdown):
             click.echo(f"  {key:<{width}} {shown:>14}")
 
     if not quiet:
-        click.echo(f"lackjail bench: {runs} runs per latency figure, program {b.TRIVIAL!r}")
+        click.echo(
+            f"lackjail bench: {runs} runs per latency figure, program {b.SHAPE!r} with a new "
+            "N for every run"
+        )
     figures = b.measure(runs, isolation, sections or SECTIONS, on_section=show)
     if load:
         part = b.Figures()

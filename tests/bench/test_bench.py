@@ -215,3 +215,13 @@ def test_help_has_examples():
     result = CliRunner().invoke(command, ["--help"])
     assert result.exit_code == 0 and "Examples:" in result.output
     assert "lackjail bench --only fresh" in result.output
+
+
+def test_every_measured_run_gets_a_program_text_never_run_before():
+    """The controller keeps verdicts on programs it has seen: the figures must not lean on it."""
+    programs = [bench.fresh_program() for _ in range(1000)]
+    assert len(set(programs)) == 1000
+    for program in programs[:3]:
+        namespace: dict = {}
+        exec(compile(program, "<bench>", "exec"), namespace)
+        assert namespace["x"] == 3  # the same trivial work, whatever its text
