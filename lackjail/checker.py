@@ -18,6 +18,9 @@ from lackjail.policy import Policy, load_policy
 
 __all__ = ["Checker", "check", "format_error"]
 
+CACHED = 256  # valid verdicts a Checker keeps
+CACHED_BYTES = 8 << 10  # of programs up to this size
+
 
 class Checker:
     """Judges programs and their parameters for one policy, kit and language level.
@@ -42,6 +45,7 @@ class Checker:
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
+        self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
         if self.language == "extended":
             self.reserved |= frozenset(lang.EXCEPTION_NAMES)
@@ -53,20 +57,43 @@ class Checker:
         iterable of names (names only, as `check` without values does).
         """
         params = params or {}
-        names = list(params)
-        result = lang.validate(
+        names = tuple(n for n in params if isinstance(n, str))
+        if type(program) in (str, bytes) and len(program) <= CACHED_BYTES and not self.rules:
+            result = ValidationResult(*self._cached(program, names))
+        else:
+            result = self._validate(program, names)
+        bad = self.param_errors(params)
+        if not bad:
+            return result
+        return ValidationResult(False, bad + result.errors, result.calls, result.variables)
+
+    def _validate(self, program, names: tuple) -> ValidationResult:
+        return lang.validate(
             program,
             tools=self.tools,
-            params=[n for n in names if isinstance(n, str)],
+            params=names,
             rules=self.rules,
             limits=self.limits,
             language=self.language,
             hints=self.hints,
         )
-        bad = self.param_errors(params)
-        if not bad:
-            return result
-        return ValidationResult(False, bad + result.errors, result.calls, result.variables)
+
+    def _cached(self, program, names: tuple) -> tuple:
+        """The verdict on PROGRAM with parameter NAMES, as immutable parts. A valid one is
+        kept (the latest CACHED of them): the same text with the same names gets the same
+        verdict from this Checker, and a program run many times (Jail.map over parameters,
+        a reused jail) is parsed once. Only valid ones: a rejection may come from the
+        parser's recursion or memory limits, which depend on more than the text."""
+        key = (program, names)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            result = self._validate(program, names)
+            verdict = (result.valid, result.errors, result.calls, result.variables)
+            if result.valid:
+                if len(self._verdicts) >= CACHED:
+                    self._verdicts.pop(next(iter(self._verdicts), None), None)  # the oldest
+                self._verdicts[key] = verdict
+        return verdict
 
     def param_errors(self, params) -> list[ValidationError]:
         """Parameters become top-level names: each must be a name a program may use,

@@ -129,3 +129,46 @@ def test_unknown_names_that_a_bundled_kit_has_say_which_kit():
         assert message.endswith("; pass --kit readonly (read_file is in it)"), message
     message = Checker(kit="text").check("x = read_file('a')").errors[0].message
     assert "--kit readonly" in message
+
+
+# -- the verdicts a Checker keeps: the same program judged again gives the same verdict --
+
+
+def test_a_kept_verdict_is_the_same_and_each_caller_gets_its_own_copy():
+    checker = Checker(kit=["read_file"])
+    program = "text = read_file(path)\nlen(text)"
+    first = checker.check(program, {"path": "a.txt"})
+    first.calls.append("tampered")
+    first.variables.clear()
+    second = checker.check(program, {"path": "b.txt"})
+    assert second.valid and second.calls == ["len", "read_file"]
+    assert second.variables == ["text"]
+    assert second == Checker(kit=["read_file"]).check(program, {"path": "b.txt"})
+
+
+def test_a_kept_verdict_depends_on_the_parameter_names_and_values_are_checked_every_time():
+    checker = Checker()
+    assert checker.check("n + 1", {"n": 1}).valid
+    assert rules_of(checker.check("n + 1", {})) == ["undefined-name"]
+    assert rules_of(checker.check("n + 1", {"n": object()})) == ["param-value"]
+    assert rules_of(checker.check("n + 1", {"len": 1})) == ["param-name", "undefined-name"]
+    assert checker.check("n + 1", ["n"]).valid
+
+
+def test_str_and_bytes_programs_are_judged_alike_and_bad_bytes_every_time():
+    checker = Checker()
+    assert checker.check("x = 1\nx").valid and checker.check(b"x = 1\nx").valid
+    for _ in range(2):
+        assert rules_of(checker.check(b"x = '\xff'")) == ["encoding"]
+
+
+def test_with_custom_rules_every_check_runs_them():
+    seen = []
+
+    def no_second_look(tree):
+        seen.append(tree)
+        return ["seen before"] if len(seen) > 1 else []
+
+    checker = Checker(rules=[no_second_look])
+    assert checker.check("x = 1").valid
+    assert not checker.check("x = 1").valid and len(seen) == 2
