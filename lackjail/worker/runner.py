@@ -20,6 +20,8 @@ from lackjail import lang, plain, protocol
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
+CODES, CODES_BYTES = 32, 8 << 10  # programs (up to that size) whose code a reused child keeps
+_CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
@@ -220,6 +222,23 @@ def _error_location(exc, source):
     return line, col
 
 
+def _compiled(src, tree, keep):
+    """The code of the validated TREE of SRC, its last expression assigned to VALUE_NAME.
+    A reused child keeps the code of the latest programs it compiled (KEEP): the same text
+    always gives the same tree, so running it again is validated again, not compiled again.
+    A code object is immutable and each run execs it in a namespace of its own."""
+    code = _CODES.get(src) if keep else None
+    if code is None:
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            tree.body[-1] = _assign_value(tree.body[-1])
+        code = compile(tree, FILENAME, "exec", dont_inherit=True)
+        if keep and len(src) <= CODES_BYTES:
+            if len(_CODES) >= CODES:
+                del _CODES[next(iter(_CODES))]  # the oldest
+            _CODES[src] = code
+    return code
+
+
 def _assign_value(last):
     """`<value> = EXPR` for the program's last expression statement LAST, every node
     placed where LAST is (cheaper than `ast.fix_missing_locations` over the whole tree)."""
@@ -262,9 +281,7 @@ def run_one(channel, msg, limits):
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                tree.body[-1] = _assign_value(tree.body[-1])
-            code = compile(tree, FILENAME, "exec", dont_inherit=True)
+            code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
             namespace = dict(NAMESPACES[language])
             namespace["print"] = make_print(out)
             namespace.update(params)

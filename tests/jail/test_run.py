@@ -123,3 +123,39 @@ def test_reuse_mode_says_so(require_nsjail):
         results = [jail.run(f"{i} + 1") for i in range(5)]
     assert [r.value for r in results] == [1, 2, 3, 4, 5]
     assert {r.mode for r in results} == {"reuse"}
+
+
+def test_a_reused_child_validates_again_a_program_whose_code_it_kept(require_nsjail):
+    """A reused child keeps the code of the programs it ran, never their verdict: the same
+    text sent without the names it uses, or at a level that forbids it, is rejected by the
+    jail itself (the pool sends it unchecked here), and the kept code runs with each run's
+    own parameters."""
+    from lackjail.policy import load_policy
+    from lackjail.pool import Pool, Request
+
+    program = "def double(v):\n    return v * 2\nx = double(n)\nx"
+    pool = Pool(load_policy("default"), workers=1, mode="reuse")
+    try:
+        runs = [
+            pool.execute(Request(program, {"n": 4}, language="extended")),
+            pool.execute(Request(program, {"n": 5}, language="extended")),
+            pool.execute(Request(program, {}, language="extended")),
+            pool.execute(Request(program, {"n": 6}, language="lackpy")),
+            pool.execute(Request(program, {"n": 7}, language="extended")),
+        ]
+    finally:
+        pool.close()
+    assert [r.status for r in runs] == ["ok", "ok", "invalid", "invalid", "ok"]
+    assert [runs[0].value, runs[1].value, runs[4].value] == [8, 10, 14]
+    assert "'n'" in runs[2].errors[0]["message"]
+    assert runs[3].errors[0]["line"] == 1
+
+
+def test_a_reused_child_gives_each_run_of_the_same_program_a_fresh_namespace(require_nsjail):
+    from lackjail.api import Jail
+
+    program = "seen = [len(items)]\nfor i in items:\n    seen.append(i)\nseen"
+    with Jail(workers=1, mode="reuse") as jail:
+        first = jail.run(program, params={"items": [1, 2]})
+        second = jail.run(program, params={"items": [3]})
+    assert (first.value, second.value) == ([2, 1, 2], [1, 3])
