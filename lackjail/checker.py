@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import threading
 from collections.abc import Mapping
 
 from lackjail import lang, plain
@@ -46,6 +47,7 @@ class Checker:
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
+        self._keeping = threading.Lock()  # held while _verdicts changes
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
         if self.language == "extended":
             self.reserved |= frozenset(lang.EXCEPTION_NAMES)
@@ -59,7 +61,7 @@ class Checker:
         params = params or {}
         names = tuple(n for n in params if isinstance(n, str))
         if type(program) in (str, bytes) and len(program) <= CACHED_BYTES and not self.rules:
-            result = ValidationResult(*self._cached(program, names))
+            result = self._kept(program, names)
         else:
             result = self._validate(program, names)
         bad = self.param_errors(params)
@@ -78,22 +80,23 @@ class Checker:
             hints=self.hints,
         )
 
-    def _cached(self, program, names: tuple) -> tuple:
-        """The verdict on PROGRAM with parameter NAMES, as immutable parts. A valid one is
-        kept (the latest CACHED of them): the same text with the same names gets the same
+    def _kept(self, program, names: tuple) -> ValidationResult:
+        """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest
+        CACHED of them, as immutable parts): the same text with the same names gets the same
         verdict from this Checker, and a program run many times (Jail.map over parameters,
         a reused jail) is parsed once. Only valid ones: a rejection may come from the
         parser's recursion or memory limits, which depend on more than the text."""
         key = (program, names)
         verdict = self._verdicts.get(key)
-        if verdict is None:
-            result = self._validate(program, names)
-            verdict = (result.valid, result.errors, result.calls, result.variables)
-            if result.valid:
+        if verdict is not None:
+            return ValidationResult(*verdict)  # lists of its own for every caller
+        result = self._validate(program, names)
+        if result.valid:
+            with self._keeping:  # callers on other threads keep and drop verdicts too
                 if len(self._verdicts) >= CACHED:
-                    self._verdicts.pop(next(iter(self._verdicts), None), None)  # the oldest
-                self._verdicts[key] = verdict
-        return verdict
+                    del self._verdicts[next(iter(self._verdicts))]  # the oldest
+                self._verdicts[key] = (True, (), tuple(result.calls), tuple(result.variables))
+        return result
 
     def param_errors(self, params) -> list[ValidationError]:
         """Parameters become top-level names: each must be a name a program may use,

@@ -172,3 +172,34 @@ def test_with_custom_rules_every_check_runs_them():
     checker = Checker(rules=[no_second_look])
     assert checker.check("x = 1").valid
     assert not checker.check("x = 1").valid and len(seen) == 2
+
+
+def test_callers_on_many_threads_share_a_checker(monkeypatch):
+    """Jail.run validates on its callers' threads: keeping and dropping verdicts while other
+    threads do the same never fails a check."""
+    import sys
+    import threading
+
+    from lackjail import checker as checker_module
+
+    monkeypatch.setattr(checker_module, "CACHED", 4)  # every new program drops a kept one
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+    checker, failures = Checker(), []
+
+    def work(offset):
+        try:
+            for i in range(1500):
+                assert checker.check(f"x = len([1, {offset}, {i % 50}])\nx", {}).valid
+        except Exception as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
