@@ -535,7 +535,8 @@ def _fstring(p, e):
     spec = p.pick(FORMAT_SPECS)
     inner = e(ty)
     text = p.draw(st.text(st.sampled_from("ab -:"), max_size=3))
-    return f"f'''{text}{{{inner}{spec}}}'''"
+    # the space keeps an inner dict display ("{}['']") from reading as an escaped "{{"
+    return f"f'''{text}{{ {inner}{spec}}}'''"
 
 
 _BUILDERS = {

@@ -50,6 +50,7 @@ _STORE = ast.Store
 _LOAD = ast.Load
 _NAME = ast.Name
 _CONSTANT = ast.Constant
+_STARRED = ast.Starred
 _LAMBDA = ast.Lambda
 
 
@@ -611,7 +612,10 @@ class _Walker:
         else:
             visit(func, depth)
         for arg in node.args:
-            visit(arg, depth)
+            if arg.__class__ is _STARRED:
+                self.unpacked(arg, depth)
+            else:
+                visit(arg, depth)
         for kw in node.keywords:
             if kw.arg is None and not to_tool and not (kind is _NAME and func.id == "dict"):
                 # `sorted(x, **{"key": f})` would hand over any callable, past the key= rule.
@@ -673,9 +677,7 @@ class _Walker:
             )
         if not self.push(_FUNCTION, node):
             return
-        for param in args.args:  # local: bound, but not program variables
-            self.enter(param, depth + 2)
-            self.bind_identifier(param.arg, param.lineno, param.col_offset, "parameter")
+        self.parameters(args.args, depth + 2)  # local: bound, but not program variables
         self.visit(node.body, depth + 1)
         self.pop()
 
@@ -763,8 +765,40 @@ class _Walker:
         if len(elts) > self.max_literal:
             self.display(node, elts)
         visit = self.visit
+        starred = 0
         for elt in elts:
-            visit(elt, depth)
+            if elt.__class__ is _STARRED:
+                starred += 1
+                if starred == 2 and node.ctx.__class__ is _STORE:  # parses, will not compile
+                    self.error(
+                        "syntax",
+                        "multiple starred expressions in assignment",
+                        elt.lineno,
+                        elt.col_offset,
+                    )
+                self.unpacked(elt, depth)
+            else:
+                visit(elt, depth)
+
+    def unpacked(self, node, depth):
+        """`*x` where it may stand: an element of a list, tuple or set (a target's too), or
+        an argument of a call."""
+        self.room -= 1
+        if self.room < 0 or depth > self.max_depth:
+            self.over_limit(node, depth)
+        self.visit(node.value, depth + 1)
+
+    def v_starred(self, node, depth):
+        """`*x` anywhere else (`*x` alone, `y = *x`, `[*x for ...]`) parses, but Python will
+        not compile it: a syntax error here, not a failure in the jail."""
+        self.error(
+            "syntax",
+            "can't use starred expression here: *x may only be an element of a list, tuple "
+            "or set, or an argument of a call",
+            node.lineno,
+            node.col_offset,
+        )
+        self.visit(node.value, depth)
 
     def v_dict(self, node, depth):
         keys = node.keys
@@ -856,7 +890,7 @@ class _Walker:
         visit(node.left, depth)
         visit(node.right, depth)
 
-    def v_value(self, node, depth):  # Expr, Starred: their one child (hot: not via _CHILDREN)
+    def v_value(self, node, depth):  # Expr: its one child (hot: not via _CHILDREN)
         self.visit(node.value, depth)
 
     def v_subscript(self, node, depth):  # hot: not via _CHILDREN
@@ -934,8 +968,17 @@ class _Walker:
         return params
 
     def parameters(self, params, depth):
+        seen = set()
         for param in params:
             self.enter(param, depth)
+            if param.arg in seen:  # parses, but Python will not compile it
+                self.error(
+                    "syntax",
+                    f"duplicate argument {param.arg!r} in function definition",
+                    param.lineno,
+                    param.col_offset,
+                )
+            seen.add(param.arg)
             self.bind_identifier(param.arg, param.lineno, param.col_offset, "parameter")
 
     def v_lambda_extended(self, node, depth):
@@ -1065,7 +1108,7 @@ _HANDLERS = {
     ast.Attribute: _Walker.v_attribute,
     ast.Subscript: _Walker.v_subscript,
     ast.Slice: _Walker.children,
-    ast.Starred: _Walker.v_value,
+    ast.Starred: _Walker.v_starred,
     ast.List: _Walker.v_sequence,
     ast.Tuple: _Walker.v_sequence,
     ast.Set: _Walker.v_sequence,

@@ -43,6 +43,10 @@ class Stop(BaseException):
         Stop.raised.append(self)
 
 
+class _Invalid(Exception):
+    """The compiler refused a program the validator passed: (message, line, col)."""
+
+
 class ToolError(Exception):
     """A tool call that the controller answered with an error."""
 
@@ -281,7 +285,10 @@ def run_one(channel, msg, limits):
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
+            try:
+                code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
+            except SyntaxError as exc:  # what only the compiler refuses (a validator gap)
+                raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
             namespace = dict(NAMESPACES[language])
             namespace["print"] = make_print(out)
             namespace.update(params)
@@ -296,6 +303,12 @@ def run_one(channel, msg, limits):
             exec(code, namespace)
             value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             out.flush()
+    except _Invalid as exc:
+        message, line, col = exc.args
+        status, errors = (
+            "invalid",
+            [{"message": str(message)[:MAX_MESSAGE], "line": line, "col": col}],
+        )
     except Stop as stop:
         status, value = stop.status, None
         errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]

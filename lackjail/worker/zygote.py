@@ -62,6 +62,7 @@ def child(cfg, flt, gen, run_in, run_out):
         os.close(1)
         runner.warm_up(cfg, runner.CHILD_WARM_UP)
         no_lazy_imports()
+        no_file_opens()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
         os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
@@ -185,6 +186,19 @@ def no_lazy_imports():
     """Imports from files end here: a module not loaded yet is a plain ImportError
     (an unknown codec a LookupError), never an `openat` the filter kills."""
     sys.meta_path[:] = [f for f in sys.meta_path if f is not importlib.machinery.PathFinder]
+
+
+def no_file_opens():
+    """Opens from Python end here too: CPython opens a program's "file" to quote the line
+    of a SyntaxError it raises while compiling, and any open is an `openat` the filter
+    kills (a run then reported as `denied`). An audit hook refuses each with
+    PermissionError first, so the run gets the error itself."""
+    sys.addaudithook(_refuse_open)
+
+
+def _refuse_open(event, args):
+    if event == "open":
+        raise PermissionError(f"a jailed run cannot open files: {args[0]!r}")
 
 
 def immortalize_heap() -> int:

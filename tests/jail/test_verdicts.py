@@ -8,6 +8,7 @@ import time
 import psutil
 import pytest
 
+from lackjail import lang
 from lackjail.api import Jail
 from lackjail.policy import load_policy
 
@@ -156,3 +157,22 @@ def test_dead_idle_jail_is_replaced_not_handed_a_run(require_nsjail):
         r = jail.run("2 + 2")
         assert (r.status, r.value) == ("ok", 4), r
         assert jail.pool.wait_full(15) and len(jail.pool.pids()) == 1
+
+
+# Blocks nested deeper than CPython's compiler takes (20): the one program here the validator
+# passes and only the compiler refuses, so the jail's own handling of that is what runs.
+NESTED = "".join("    " * i + f"for a{i} in [1]:\n" for i in range(22)) + "    " * 22 + "x = 1\n"
+
+
+def test_what_only_the_compiler_refuses_is_invalid_with_its_place_not_denied(require_nsjail):
+    """CPython opens a program's "file" to quote the line of a SyntaxError it raises while
+    compiling: without the child's audit hook that open is an openat the filter kills, and
+    the run came back `denied`."""
+    assert lang.validate(NESTED, language="extended").valid  # the layer under test is the jail's
+    with Jail(workers=1, language="extended") as jail:
+        r = jail.run(NESTED)
+        assert r.status == "invalid", r
+        (error,) = r.errors
+        assert error["message"] == "too many statically nested blocks"
+        assert error["line"] == 21 and error["col"] >= 1
+        _after(jail)

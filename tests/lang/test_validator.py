@@ -368,3 +368,43 @@ def test_limits_reject_bad_values():
         ProgramLimits(max_depth=0)
     with pytest.raises(ValueError, match="max_nodes"):
         ProgramLimits(max_nodes="10")
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "*0",  # a bare starred expression: the jail's compile failed, seen as `denied`
+        "x = [1]\n*x",
+        "*a = [1]",
+        "y = *[1]",
+        "a, *b, *c = [1, 2, 3]",
+        "y = sorted([1], key=lambda a, a: a)",
+        # accepted, and compile
+        "print(*[1], *[2])",
+        "a, *b = [1, 2]",
+        "*a, = [1]",
+        "x = *[1], 2",
+        "z = {*[1]}",
+        "w = [[1, 2]]\nv = [(a, *b) for a, *b in w]",
+        "x = [1, 2]\ny = x[*[0]]",
+    ],
+)
+def test_what_the_validator_passes_compiles(program, level):
+    """Starred expressions and parameters the parser takes but Python's compiler refuses
+    are syntax errors here, with their place; everything else still compiles."""
+    result = validate(program, language=level)
+    try:
+        compile(program, "<test>", "exec")
+    except SyntaxError as exc:
+        assert not result.valid
+        (error,) = [e for e in result.errors if e.rule == "syntax"]
+        assert error.line == exc.lineno
+    else:
+        assert result.valid or level == "lackpy", result.errors
+
+
+@pytest.mark.parametrize("program", ["def f(a, a):\n    return a\nf(1, 2)", "f = lambda a, a: a"])
+def test_duplicate_parameters_are_a_syntax_error(program):
+    result = validate(program, language="extended")
+    assert [e.message for e in result.errors] == ["duplicate argument 'a' in function definition"]
