@@ -44,7 +44,6 @@ REUSE_P99 = "reuse p99 (us)"
 REUSE_SAME = "reuse p50, the same program every run (us)"
 TOOL = "host tool call (median us per call)"
 JAIL_TOOL = "jail-placed tool call (median us per call)"
-TOOL_SESSION = "host tool call: kit checks and the tool's thread, in-process (median us)"
 BENEATH = "openat2 resolution, added per file access (median us)"
 TPUT_FRESH = "fresh throughput, 2 workers (runs/s)"
 TPUT_REUSE = "reuse throughput, 2 workers (runs/s)"
@@ -491,14 +490,6 @@ def tool_call_figures(calls=1000, repeats=5):
             TOOL: _per_call(run(total), calls, repeats, "echo(i)", "abs(i)"),
             JAIL_TOOL: _per_call(run(calls), calls, repeats, "word_count('x')", "abs(1)"),
         }
-        # the controller's share of a host call, without the crossing: the same session call
-        # a run's call frame gets (policy, budget, arguments, trace, the tool's own thread)
-        with jail.kit.session(jail.policy, jail.workspace) as session:
-            for i in range(100):
-                session.call("echo", [i], {})
-            figures[TOOL_SESSION] = statistics.median(
-                _timeit(lambda: session.call("echo", [7], {}), calls)
-            )
     # openat2 beneath the workspace descriptor vs a plain open (issue 12's goal: < 15 us)
     figures[BENEATH] = resolution_cost_us()["added"]
     return figures
@@ -771,17 +762,11 @@ def _where(f: Figures) -> dict[str, str]:
                 else ""
             )
         )
-        session = f.get(TOOL_SESSION)
         out["host tool call vs monty's external call"] = (
             "a host tool call is a round trip between the child and the controller (a pipe "
-            f"round trip across CPUs: {trip:,.0f} us here) plus the kit's checks and the tool"
-            + (
-                f" ({session:,.0f} us in-process, most of it the hop to the thread that runs "
-                "the tool under its timeout, so a hung tool cannot hold the run)"
-                if session is not None
-                else ""
-            )
-            + "; monty calls out within its own process"
+            f"round trip across CPUs: {trip:,.0f} us here) plus the kit's checks and a hop "
+            "to the thread that runs the tool under its timeout (so a hung tool cannot hold "
+            "the run); monty calls out within its own process"
         )
     if reuse and trip is not None:
         out["reuse p50"] = (
