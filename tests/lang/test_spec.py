@@ -67,6 +67,20 @@ def test_lang_imports_only_the_standard_library():
                 assert name.split(".")[0] in sys.stdlib_module_names, f"{path.name} imports {name}"
 
 
+def _isolated(code: str) -> list:
+    """Run CODE in a fresh interpreter (-I -S) at the repository root; each printed line,
+    evaluated."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=LANG_DIR.parents[1],
+        timeout=60,
+        check=True,
+    )
+    return [eval(line) for line in done.stdout.splitlines()]
+
+
 def test_importing_lang_loads_nothing_else_from_lackjail():
     # -I -S: no site-packages, so an editable install's path finder does not count as an
     # import of lang's
@@ -76,15 +90,7 @@ def test_importing_lang_loads_nothing_else_from_lackjail():
         "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
         " - {'lackjail', '__main__'}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=LANG_DIR.parents[1],
-        timeout=60,
-        check=True,
-    )
-    ours, foreign = (eval(line) for line in done.stdout.splitlines())
+    ours, foreign = _isolated(code)
     assert all(m == "lackjail" or m.startswith("lackjail.lang") for m in ours), ours
     assert foreign == [], foreign
 
@@ -101,13 +107,5 @@ def test_the_spec_and_optional_rules_load_only_when_asked_for():
         f"print([m in sys.modules for m in {later!r}])\n"
         "print(hasattr(lang, 'nothing_such'))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=LANG_DIR.parents[1],
-        timeout=60,
-        check=True,
-    )
-    before, after, unknown = (eval(line) for line in done.stdout.splitlines())
+    before, after, unknown = _isolated(code)
     assert before == [False] * len(later) and after == [True] * len(later) and unknown is False
