@@ -117,7 +117,7 @@ class JailProcess:
         self.ctrl = ours
         self.ctrl.setblocking(False)
         self.pidfd = os.pidfd_open(self.pid)
-        self.alive = True  # until its pidfd says it ended
+        self.alive = True  # until its pidfd says it ended or its control socket closes
         self._reaped = False
 
     # -- the control socket ----------------------------------------------
@@ -159,6 +159,7 @@ class JailProcess:
         if flags & socket.MSG_CTRUNC or len(self._fds) > MAX_PENDING_FDS:
             raise protocol.ProtocolError("the zygote sent more descriptors than children")
         if not data:
+            self.alive = False  # a zygote exits when its socket closes; it can serve no more
             raise JailDied("the jail exited")
         self._buf.feed(data)
         frames = list(self._buf.frames(CTRL_FRAMES))
@@ -198,26 +199,43 @@ class JailProcess:
         return sum(1 for c in self.children.values() if c.ready and c.done is None)
 
     def watch_fds(self) -> list[int]:
-        """What to poll while the jail is idle: its end, its control socket, and the
-        channels of children not yet ready (their `ready` frame, or their end)."""
+        """What can have news while no run holds the jail: its end (pidfd), its reports
+        (control socket), the channels of children not ready yet (their `ready`, or their
+        end) and of reused ready children (they must stay quiet between runs)."""
         fds = [self.pidfd, self.ctrl.fileno()]
-        fds += [c.run_out for c in self.children.values() if not c.ready and c.run_out >= 0]
+        fds += [
+            c.run_out for c in self.children.values() if c.run_out >= 0 and (not c.ready or c.runs)
+        ]
         return fds
 
-    def pump_children(self) -> None:
-        """Read the channels of children that are not ready yet: a `ready` frame
-        makes one ready; end of file or anything else retires that child."""
+    def pump(self, readable) -> None:
+        """Read what READABLE (descriptors of `watch_fds` a poll found readable) holds, and
+        only that: the zygote's end, its reports, the `ready` of children not ready yet (and
+        of children adopted just now, which no poll has seen). End of file or anything but
+        `ready` on a child's channel retires that child; so does anything a reused ready
+        child writes between runs. Called while no run holds a child."""
+        if self.pidfd in readable:
+            self.alive = False
+        adopted = ()
+        if self.ctrl.fileno() in readable:
+            adopted = [f["gen"] for f in self.pump_ctrl() if f["t"] == "spawned"]
+            self.forget_ended()
         for child in list(self.children.values()):
-            if child.ready or child.run_out < 0:
-                continue
-            alive = child.pump(("ready",)) is not False
-            if child.frames:
-                frame = child.frames.pop(0)
-                if frame["gen"] != child.gen or child.frames:
-                    raise protocol.ProtocolError("a child said 'ready' for another child")
-                child.ready = True
-            elif not alive:
-                self.drop(child)
+            if child.run_out in readable or child.gen in adopted:
+                if not child.ready:
+                    self._pump_ready(child)
+                elif child.runs and not child.is_quiet():  # the poll may be stale: read
+                    self.drop(child)
+
+    def _pump_ready(self, child: Child) -> None:
+        alive = child.pump(("ready",)) is not False
+        if child.frames:
+            frame = child.frames.pop(0)
+            if frame["gen"] != child.gen or child.frames:
+                raise protocol.ProtocolError("a child said 'ready' for another child")
+            child.ready = True
+        elif not alive:
+            self.drop(child)
 
     def drop(self, child: Child) -> None:
         """Forget a child: close our ends (it gets end of file and exits)."""
@@ -231,31 +249,34 @@ class JailProcess:
                 self.drop(child)
 
     def take_ready(self) -> Child | None:
-        """The ready child that has waited longest (lowest generation), if any. A
-        reused child that wrote anything between runs broke the protocol: dropped."""
-        for child in sorted(self.children.values(), key=lambda c: c.gen):
+        """The ready child adopted first, if any. A reused child with anything read and
+        not consumed broke the protocol: dropped (what its channel holds unread, `pump`
+        found)."""
+        for child in list(self.children.values()):
             if child.ready and child.done is None:
-                if child.runs == 0 or child.is_quiet():
+                if child.runs == 0 or not (child.frames or child.buf.pending()):
                     return child
                 self.drop(child)
         return None
 
     def wait_ready_child(self, deadline: float) -> Child:
-        """The ready child that has waited longest; waits for one until DEADLINE."""
+        """The ready child adopted first; waits for one until DEADLINE. One poll of
+        `watch_fds` says what there is to read (the first does not sleep): no read is
+        made on the chance that something is there. JailDied when the jail has ended
+        (`alive` then says so) or had no child ready in time."""
+        timeout_ms = 0.0
         while True:
-            self.pump_ctrl()
-            self.forget_ended()
-            self.pump_children()
-            child = self.take_ready()
-            if child is not None:
-                return child
-            if self.exited():
-                raise JailDied("the jail exited")
             poller = select.poll()
             for fd in self.watch_fds():
                 poller.register(fd, select.POLLIN)
-            timeout = deadline - time.monotonic()
-            if timeout <= 0 or not poller.poll(timeout * 1000):
+            self.pump({fd for fd, _ in poller.poll(timeout_ms)})
+            if not self.alive:
+                raise JailDied("the jail exited")
+            child = self.take_ready()
+            if child is not None:
+                return child
+            timeout_ms = (deadline - time.monotonic()) * 1000
+            if timeout_ms <= 0:
                 raise JailDied("the jail had no child ready in time")
 
     def answers_ping(self, deadline: float) -> bool:
@@ -271,12 +292,6 @@ class JailProcess:
             return False
 
     # -- the process ------------------------------------------------------
-
-    def exited(self) -> bool:
-        """Has the zygote ended? Its pidfd says so; the supervisor reaps it (`kill`)."""
-        if self.alive and wait_fd(self.pidfd, select.POLLIN, 0.0):
-            self.alive = False
-        return not self.alive
 
     def kill(self) -> None:
         """End the jail at once, reap it and close everything; safe to call twice."""

@@ -20,7 +20,7 @@ from lackjail import protocol
 from lackjail.policy import MAX_WORKERS, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
-from lackjail.pool.jail_process import JailDied, JailProcess
+from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
@@ -155,14 +155,18 @@ class Pool:
             for fd in watched:
                 poller.register(fd, select.POLLIN)
             events = poller.poll(timeout * 1000)
+            readable: dict[JailProcess, set[int]] = {}
+            for fd, _ in events:
+                if fd == self._wake_r:
+                    _drain(self._wake_r)
+                else:
+                    readable.setdefault(watched[fd], set()).add(fd)
             with self._cond:
-                for fd, _ in events:
-                    if fd == self._wake_r:
-                        _drain(self._wake_r)
-                    elif watched[fd] in self._starting:
-                        self._pump_starting(watched[fd])
-                    elif watched[fd] in self._idle:
-                        self._pump_idle(watched[fd])
+                for jail, fds in readable.items():
+                    if jail in self._starting:
+                        self._pump_starting(jail, fds)
+                    elif jail in self._idle:
+                        self._pump_idle(jail, fds)
                 self._check_start_deadlines()
             if time.monotonic() - last_ping >= PING_EVERY_S:
                 last_ping = time.monotonic()
@@ -231,11 +235,10 @@ class Pool:
                 self._jails.add(jail)
                 self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
 
-    def _pump_starting(self, jail: JailProcess) -> None:
+    def _pump_starting(self, jail: JailProcess, readable: set[int]) -> None:
         try:
-            jail.pump_ctrl()
-            jail.pump_children()
-            if jail.exited():
+            jail.pump(readable)
+            if not jail.alive:
                 raise JailDied("the jail exited")
         except (JailDied, protocol.ProtocolError) as exc:
             del self._starting[jail]
@@ -247,15 +250,14 @@ class Pool:
             self._backoff = 0.05
             self._offer(jail)
 
-    def _pump_idle(self, jail: JailProcess) -> None:
+    def _pump_idle(self, jail: JailProcess, readable: set[int]) -> None:
         """Read what an idle jail reports (children spawned, ready, ended) while it waits,
         so the run that borrows it finds its spares adopted; a jail that ended or broke the
-        protocol is retired."""
+        protocol is retired. READABLE: its descriptors the supervisor's poll found readable
+        (a run may have borrowed and given back the jail since: `pump` allows for that)."""
         try:
-            jail.pump_ctrl()
-            jail.forget_ended()
-            jail.pump_children()
-            if jail.exited():
+            jail.pump(readable)
+            if not jail.alive:
                 raise JailDied("the jail exited while idle")
         except (JailDied, protocol.ProtocolError, OSError) as exc:
             self._idle.remove(jail)
@@ -380,22 +382,14 @@ class Pool:
         text as it arrives. Never raises for what the program or the jail does.
         """
         wall = wall_s or self.limits.wall_s
-        start_timeout = self.policy.pool.start_timeout_s
-        for _ in range(self.size + 1):
-            jail = self._borrow(start_timeout + wall)
-            if not jail.exited():
-                break
-            self._give_back(jail, retire=True)
+        try:
+            jail, child = self._borrow_ready(self.policy.pool.start_timeout_s, wall)
+        except (JailDied, protocol.ProtocolError) as exc:
+            return Outcome(
+                "killed", errors=[{"message": f"the jail died before the run: {exc}"}], retire=True
+            )
         retire = True
         try:
-            try:
-                child = jail.wait_ready_child(time.monotonic() + start_timeout)
-            except (JailDied, protocol.ProtocolError) as exc:
-                return Outcome(
-                    "killed",
-                    errors=[{"message": f"the jail died before the run: {exc}"}],
-                    retire=True,
-                )
             run = Run(
                 jail, child, request, tool_handler, on_output, self.limits, self.runs_per_child
             )
@@ -404,6 +398,21 @@ class Pool:
             return outcome
         finally:
             self._give_back(jail, retire)
+
+    def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
+        """A jail lent to this run and its ready child. A jail found ended is retired and
+        another borrowed, up to N+1 times (nothing of the run reached it); a jail that breaks
+        the protocol or has no child ready in time fails the run (JailDied, ProtocolError)."""
+        attempts = self.size + 1
+        while True:
+            attempts -= 1
+            jail = self._borrow(start_timeout + wall)
+            try:
+                return jail, jail.wait_ready_child(time.monotonic() + start_timeout)
+            except (JailDied, protocol.ProtocolError):
+                self._give_back(jail, retire=True)
+                if jail.alive or not attempts:
+                    raise
 
     # -- for tests, benchmarks and shutdown -----------------------------
 

@@ -174,3 +174,38 @@ def test_garbage_from_an_idle_jail_retires_it_and_the_supervisor_goes_on(
     finally:
         pool.close()
     assert not pool._supervisor.is_alive()
+
+
+def test_a_jail_that_ends_while_a_run_waits_for_its_child_is_replaced_not_the_run(
+    tmp_path, monkeypatch
+):
+    """A run waiting for a ready child on a jail that then ends never reached that jail:
+    the pool retires it and the run is served by another (here its replacement), instead
+    of failing as `killed`."""
+    import json
+    import sys
+
+    from fakejail import FAKE, ROOT
+
+    from lackjail.policy import load_policy
+    from lackjail.pool import Pool, Request, isolation
+
+    steps = [["spawn", 1], ["ready", 1], ["read_run", 1], ["result", 1], ["sleep", 0.3]]
+    steps += [["exit", 0]]  # no second child: the next run waits, then the jail ends
+    script = tmp_path / "steps.json"
+    script.write_text(json.dumps(steps))
+    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
+    monkeypatch.setattr(
+        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
+    )
+    pool = Pool(load_policy("default"), workers=1, isolation_level="nsjail")
+    try:
+        (first_pid,) = pool.pids()
+        first = pool.execute(Request("1", {}))
+        second = pool.execute(Request("1", {}))
+        pids = pool.pids()
+    finally:
+        pool.close()
+    assert (first.status, first.value) == ("ok", 1)
+    assert (second.status, second.value) == ("ok", 1), second.errors
+    assert first_pid not in pids
