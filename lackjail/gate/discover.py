@@ -88,8 +88,14 @@ def _found(path: str, root: str, finding: str | None = None) -> Found:
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return Found(absolute, Path(absolute).as_posix(), finding)
-    return Found(absolute, Path(relative).as_posix(), finding)
+        return Found(absolute, _report_name(absolute), finding)
+    return Found(absolute, _report_name(relative), finding)
+
+
+def _report_name(path: str) -> str:
+    """PATH as reports name it: `/` separators, and bytes that are no UTF-8 (a hostile file name)
+    escaped as `\\xff`, so every report encodes (a lone surrogate crashed SARIF and JSON)."""
+    return os.fsencode(Path(path).as_posix()).decode("utf-8", "backslashreplace")
 
 
 def open_program(path: str, root: str) -> int:

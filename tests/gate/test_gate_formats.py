@@ -1,6 +1,7 @@
 """GitHub annotations, rule selection, per-rule counts and SARIF helpUri/partialFingerprints."""
 
 import json
+import os
 
 from click.testing import CliRunner
 from test_reports import sample
@@ -86,3 +87,27 @@ def test_sarif_rules_have_help_uris_and_results_fingerprints():
     moved.programs[1].errors[0]["line"] = 40  # the same finding further down: the same print
     again = json.loads(render(moved, "sarif"))["runs"][0]["results"]
     assert [r["partialFingerprints"]["lackjail/v1"] for r in again] == prints
+
+
+def test_a_file_name_that_is_not_utf8_cannot_break_a_report(tmp_path, monkeypatch):
+    """A workspace may name a program with bytes that are no UTF-8 (b'\\xff'): every report
+    format still renders as valid UTF-8 (SARIF and JSON parse), naming the file with the byte
+    escaped; the gate judges the program rather than crashing on its name."""
+    folder = os.fsencode(tmp_path)
+    with open(os.path.join(folder, b"bad\xff\x1b[31m.lackpy"), "w") as fh:
+        fh.write("import os\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(gate, ["--format", "sarif", "."])
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output
+    log = json.loads(result.output)
+    [finding] = log["runs"][0]["results"]
+    uri = finding["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert "%5Cxff" in uri  # the escaped byte, percent-encoded
+    for fmt in ("text", "junit", "github"):
+        result = CliRunner().invoke(gate, ["--format", fmt, "."])
+        assert result.exit_code == 1, (fmt, result.output)
+        result.output.encode("utf-8")  # no lone surrogate reaches the output
+        assert "bad\\xff" in result.output and "\x1b" not in result.output
+    [program] = json.loads(CliRunner().invoke(gate, ["--format", "json", "."]).output)["programs"]
+    assert program["path"] == "bad\\xff\x1b[31m.lackpy"
