@@ -260,6 +260,8 @@ def load_policy(spec=None) -> Policy:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise PolicyError(f"policy file {path} is nested too deeply to be a policy") from None
     return policy_from_dict(
         data, name=data.get("name", path.stem) if isinstance(data.get("name"), str) else path.stem
     )

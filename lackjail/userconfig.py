@@ -111,6 +111,8 @@ def _read(path: Path, follow_symlinks: bool) -> dict:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{path} is nested too deeply to be a config") from None
 
 
 def _defaults_table(data: dict, path: Path, allowed: tuple) -> dict:

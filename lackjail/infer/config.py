@@ -159,6 +159,8 @@ def _toml(text: str | None, path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{path} is nested too deeply to be a config") from None
 
 
 def _table(data: dict, key: str, path: Path) -> dict:

@@ -187,3 +187,33 @@ def test_the_mcp_server_s_delegate_ignores_workspace_endpoints(
 def test_the_user_s_other_tables_belong_to_the_cli_defaults(ws, tmp_path):
     user_config(tmp_path, '[defaults]\nkit = "files"\n[inference]\norder = ["rules"]\n')
     assert load_config(ws).order == ("rules",)
+
+
+DEEP_TOML = "x = " + "[" * 20000 + "]" * 20000 + "\n"
+
+
+def test_a_deeply_nested_workspace_config_is_a_clear_error(ws, monkeypatch):
+    """`.lackjail/config.toml` nested 20,000 arrays deep made tomllib recurse out: every command
+    died with "internal error: RecursionError". It is a config error naming the file."""
+    from click.testing import CliRunner
+
+    from lackjail.cli import cli
+    from lackjail.infer import ConfigError
+
+    (ws / ".lackjail" / "config.toml").write_text(DEEP_TOML)
+    (ws / "p.lackpy").write_text("1 + 1\n")
+    monkeypatch.chdir(ws)
+    result = CliRunner().invoke(cli, ["check", "p.lackpy"])
+    assert result.exit_code == 2, result.output
+    assert "config.toml" in result.output and "nested too deeply" in result.output
+    assert "internal error" not in result.output
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(ws)
+
+
+def test_a_deeply_nested_policy_file_is_a_clear_error(tmp_path):
+    from lackjail.policy import PolicyError, load_policy
+
+    (tmp_path / "deep.toml").write_text(DEEP_TOML)
+    with pytest.raises(PolicyError, match="nested too deeply"):
+        load_policy(str(tmp_path / "deep.toml"))
