@@ -38,6 +38,32 @@ def test_a_workspace_kit_symlinked_out_of_the_tree_is_not_read(tmp_path):
     assert "symlink" in str(caught.value) and SECRET not in str(caught.value)
 
 
+@pytest.mark.parametrize("link", [".lackjail/kits", ".lackjail"])
+def test_a_workspace_kit_folder_symlinked_out_of_the_tree_is_not_read(tmp_path, link):
+    """`.lackjail/kits` (or `.lackjail`) is a symlink to a folder outside the workspace that holds
+    `x.kit`; the workspace's config picks kit `x`. The controller (maybe root) read that file
+    and quoted its first line in the error. A workspace kit is read beneath the workspace."""
+    outside = tmp_path / "outside"
+    (outside / "kits").mkdir(parents=True)
+    (outside / "kits" / "x.kit").write_text(SECRET + "\n")
+    os.chmod(outside / "kits" / "x.kit", 0o600)
+    ws = tmp_path / "ws"
+    (ws / ".lackjail").mkdir(parents=True)
+    target = outside / "kits" if link == ".lackjail/kits" else outside
+    if link == ".lackjail":
+        (ws / ".lackjail").rmdir()
+    (ws / link).symlink_to(target)
+    with pytest.raises(KitError) as caught:
+        resolve_kit("x", workspace=ws)
+    assert "outside the workspace" in str(caught.value) and SECRET not in str(caught.value)
+    listed = [path for _, source, path in list_kits(ws) if source == "workspace"]
+    assert listed  # what `lackjail kit list` resolves next
+    for path in listed:
+        with pytest.raises(KitError) as caught:
+            resolve_kit(str(path), workspace=ws)
+        assert SECRET not in str(caught.value)
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A repository whose programs folder holds a symlink to the CI checkout's .env."""

@@ -127,8 +127,9 @@ def read_kit(path, workspace=None) -> KitFile:
     full = os.path.abspath(path)
     try:
         root = _root_or_none(workspace)
-        if root is not None and inside(os.path.realpath(os.path.dirname(full)), root):
-            data = read_beneath(root, os.path.relpath(full, root), MAX_KIT_BYTES)
+        rel = _in_workspace(full, workspace, root) if root is not None else None
+        if rel is not None:
+            data = read_beneath(root, rel, MAX_KIT_BYTES)
         else:
             data = _read_chosen(full)
         text = data.decode("utf-8")
@@ -137,6 +138,19 @@ def read_kit(path, workspace=None) -> KitFile:
     except UnicodeDecodeError:
         raise KitError(f"kit file {path} is not UTF-8 text") from None
     return parse_kit(text, str(path), path.name[:-4] if path.name.endswith(".kit") else path.stem)
+
+
+def _in_workspace(full: str, workspace, root: str) -> str | None:
+    """FULL relative to the workspace when it names a file there: as written, so a symlinked
+    `.lackjail/kits` leading out is refused by the read beneath (never followed as the
+    controller), or once its folder is resolved; None for a path outside."""
+    for base in (os.path.abspath(workspace), root):
+        if inside(full, base):
+            return os.path.relpath(full, base)
+    folder = os.path.realpath(os.path.dirname(full))
+    if inside(folder, root):
+        return os.path.relpath(os.path.join(folder, os.path.basename(full)), root)
+    return None
 
 
 def _root_or_none(workspace) -> str | None:
