@@ -49,14 +49,14 @@ def user_config_path() -> Path:
 def user_defaults() -> Defaults:
     """The `[defaults]` of the user's own config (none when it does not exist)."""
     path = user_config_path()
-    data = _read(path, follow_symlinks=True)
+    data = _parse(_read_user(path), path)
     return Defaults(**_defaults_table(data, path, USER_KEYS))
 
 
 def workspace_defaults(root) -> Defaults:
     """The kit and the limit tightenings a workspace's `.lackjail/config.toml` asks for."""
     path = Path(root) / WORKSPACE_CONFIG
-    data = _read(path, follow_symlinks=False)
+    data = _parse(_read_workspace(root, path), path)
     chosen = _defaults_table(data, path, WORKSPACE_KEYS)
     kit = chosen.get("kit")
     if kit is not None and (not WORKSPACE_KIT.fullmatch(kit) or kit.endswith(".kit")):
@@ -87,15 +87,12 @@ def tighten(policy, bounds: dict, source: str):
     return policy.replace(limits=replace(limits, **changes))
 
 
-def _read(path: Path, follow_symlinks: bool) -> dict:
-    """The TOML at PATH, {} when absent. A workspace's file must be a regular file, not a link."""
-    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
-    if not follow_symlinks:
-        flags |= os.O_NOFOLLOW
+def _read_user(path: Path) -> bytes | None:
+    """The user's own config (None when absent); FIFOs and devices are refused, never block."""
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
-        return {}
+        return None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
@@ -104,9 +101,31 @@ def _read(path: Path, follow_symlinks: bool) -> dict:
             raise ConfigError(f"{path} is not a regular file")
         if info.st_size > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes")
-        raw = os.read(fd, MAX_CONFIG_BYTES + 1)
+        return os.read(fd, MAX_CONFIG_BYTES + 1)
     finally:
         os.close(fd)
+
+
+def _read_workspace(root, path: Path) -> bytes | None:
+    """The workspace's config (None when absent), read as a tool reads a workspace file: beneath
+    the workspace with no symlink leading out (`.lackjail` may be one), as the owner."""
+    from lackjail.errors import ToolCallError
+    from lackjail.workspace.files import FileTooLarge, read_beneath
+
+    try:
+        return read_beneath(os.path.realpath(root), WORKSPACE_CONFIG, MAX_CONFIG_BYTES)
+    except FileTooLarge:
+        raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes") from None
+    except ToolCallError as exc:
+        if "no such file" in str(exc):
+            return None
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def _parse(raw: bytes | None, path: Path) -> dict:
+    """The TOML in RAW ({} for no file); ConfigError naming PATH when it is not TOML."""
+    if raw is None:
+        return {}
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -217,3 +217,30 @@ def test_a_deeply_nested_policy_file_is_a_clear_error(tmp_path):
     (tmp_path / "deep.toml").write_text(DEEP_TOML)
     with pytest.raises(PolicyError, match="nested too deeply"):
         load_policy(str(tmp_path / "deep.toml"))
+
+
+def test_the_workspace_config_is_read_beneath_the_workspace(tmp_path):
+    """`.lackjail` a symlink to a folder outside: its config.toml was read (by a controller that
+    may be root; O_NOFOLLOW guarded the last component only) and quoted a key of it in the
+    error. The config is read as the workspace's files are, beneath it with no symlink."""
+    from lackjail.userconfig import ConfigError, workspace_defaults
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.toml").write_text('[defaults]\nAPI_TOKEN_hunter2 = "x"\n')
+    ws = tmp_path / "ws2"
+    ws.mkdir()
+    (ws / ".lackjail").symlink_to(outside)
+    with pytest.raises(ConfigError) as caught:
+        workspace_defaults(ws)
+    assert "outside the workspace" in str(caught.value) and "hunter2" not in str(caught.value)
+    (ws / ".lackjail").unlink()
+    assert workspace_defaults(ws).kit is None  # no config: the defaults
+    (ws / ".lackjail").mkdir()
+    (ws / ".lackjail" / "config.toml").write_text('[defaults]\nkit = "readonly"\n')
+    assert workspace_defaults(ws).kit == "readonly"
+    os.mkfifo(ws / ".lackjail" / "fifo.toml")
+    (ws / ".lackjail" / "config.toml").unlink()
+    (ws / ".lackjail" / "config.toml").symlink_to("fifo.toml")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        workspace_defaults(ws)  # a FIFO never blocks
