@@ -310,15 +310,18 @@ class TemplateStore:
 
     @contextmanager
     def _folder(self, create: bool = False):
-        """(Tree of the folder, Owner) for one operation."""
+        """The folder's Tree for one operation, run as the workspace's owner (the folder's own
+        when the store has no workspace)."""
         if self.root is None:
             if create:
                 self.directory.mkdir(parents=True, exist_ok=True)
             tree = Tree(str(self.directory))
-        else:
-            tree = Tree.below(self.root, TEMPLATES_DIR.as_posix(), create=create)
-        try:
             owner = Owner(tree.fd)
+        else:
+            owner = Owner.of(self.root)
+            with owner.acting():  # missing folders are made as the owner too
+                tree = Tree.below(self.root, TEMPLATES_DIR.as_posix(), create=create)
+        try:
             with owner.acting():
                 yield tree
         finally:

@@ -75,6 +75,29 @@ def test_new_files_and_folders_get_the_folder_owner_and_plain_modes(users_ws, us
         ), path
 
 
+def test_kits_and_templates_are_saved_as_the_workspace_owner(users_ws, user):
+    """`lackjail kit create` and `lackjail template create` run as root made `.lackjail/kits`,
+    `.lackjail/templates` and the files in them owned by root in the user's workspace (the
+    user could then no longer change them), and saved templates as root in a root-owned
+    `.lackjail/templates`; they are made as the workspace's owner, like a commit's files."""
+    from lackjail.infer.templates import TemplateError, TemplateStore
+    from lackjail.kit import write_kit
+
+    write_kit(users_ws, "mine", "read_file\n")
+    store = TemplateStore.at(users_ws)
+    store.create("t", "go {x}", "x = {x}\nx")
+    made = [".lackjail", ".lackjail/kits", ".lackjail/kits/mine.kit", ".lackjail/templates"]
+    made += [".lackjail/templates/t.tmpl", ".lackjail/templates/.lock"]
+    for rel in made:
+        info = os.stat(users_ws / rel)
+        assert (info.st_uid, info.st_gid) == (user.pw_uid, user.pw_gid), rel
+    locked = users_ws / ".lackjail" / "templates"
+    os.chown(locked, 0, 0)  # a folder root owns in the user's workspace
+    with pytest.raises(TemplateError, match="Permission denied"):
+        TemplateStore.at(users_ws).create("u", "do {x}", "x = {x}\nx")
+    assert not (locked / "u.tmpl").exists()
+
+
 def test_kernel_permission_checks_apply_as_the_owner(users_ws):
     (users_ws / "root-only.txt").write_text("root's secret\n")
     os.chmod(users_ws / "root-only.txt", 0o600)  # owned by root

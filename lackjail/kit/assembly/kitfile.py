@@ -238,13 +238,14 @@ def write_kit(workspace, name: str, text: str, force: bool = False) -> Path:
     unless FORCE. The folder is reached beneath the workspace (no symlink), as its owner."""
     folder = Path(workspace) / KITS_DIR
     path = folder / f"{check_kit_name(name)}.kit"
+    root = workspace_root(workspace)
     try:
-        tree = Tree.below(workspace_root(workspace), Path(KITS_DIR).as_posix(), create=True)
-        try:
-            with Owner(tree.fd).acting():
+        with Owner.of(root).acting():  # folders and file made as the workspace's owner
+            tree = Tree.below(root, Path(KITS_DIR).as_posix(), create=True)
+            try:
                 write_whole(tree, path.name, text.encode("utf-8"), replace=force)
-        finally:
-            tree.close()
+            finally:
+                tree.close()
     except FileExistsError:
         raise KitError(f"kit file {path} exists; pass --force to replace it") from None
     except OSError as exc:
