@@ -13,7 +13,6 @@ for the commit's last-mile check.
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 
@@ -26,10 +25,12 @@ from lackjail.workspace.pathglob import PathGlob
 from lackjail.workspace.paths import os_message, relative, show, workspace_root
 from lackjail.workspace.protect import Protection
 from lackjail.workspace.staging import StagingArea
+from lackjail.workspace.textdiff import unified
 
 MAX_FILE_BYTES = 16 << 20  # one file read or written by a tool
 MAX_MATCHES = 10_000  # paths find_files returns
 MAX_WALK_ENTRIES = 500_000  # directory entries one find_files may look at
+MAX_DIFF_BYTES = 32 << 20  # files before and after one dry-run diff reads and compares
 READ_ONLY = "the workspace is read-only for this run (policy tools.workspace_writable = false)"
 _DIR_READ = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -100,20 +101,32 @@ class Workspace:
             return list(new)
 
     def diff(self) -> str:
-        """A unified diff of the staged writes against the workspace, for --dry-run."""
-        out = []
+        """A unified diff of the staged writes against the workspace, for --dry-run; past
+        MAX_DIFF_BYTES of files before and after, a file is named, not read or diffed."""
+        out, left = [], MAX_DIFF_BYTES
         for rel in self.staged_paths():
-            new = self.staged_bytes(rel).decode("utf-8", "replace").splitlines(keepends=True)
+            data = self.staged_bytes(rel)
             old, source = [], "/dev/null"
             try:
+                if len(data) > left:
+                    raise FileTooLarge(rel)
                 with self.owner.acting():
-                    data, _ = read_regular(self.tree, rel, MAX_FILE_BYTES, rel)
-                old = data.decode("utf-8", "replace").splitlines(keepends=True)
+                    before, _ = read_regular(self.tree, rel, left - len(data), rel)
+                left -= len(before)
+                old = before.decode("utf-8", "replace").splitlines(keepends=True)
                 source = f"a/{rel}"
+            except FileTooLarge:
+                out.append(
+                    f"# {rel}: not shown: a dry-run diff shows at most {MAX_DIFF_BYTES} bytes "
+                    "of files before and after\n"
+                )
+                continue
             except ToolCallError as exc:
                 if "no such file" not in str(exc):
                     out.append(f"# {exc}\n")
-            for line in difflib.unified_diff(old, new, source, f"b/{rel}"):
+            left -= len(data)
+            new = data.decode("utf-8", "replace").splitlines(keepends=True)
+            for line in unified(old, new, source, f"b/{rel}"):
                 out.append(
                     line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                 )

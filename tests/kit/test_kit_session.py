@@ -271,6 +271,68 @@ def test_dry_run_shows_the_diff_and_writes_nothing(session_for, ws):
     assert (ws / "a.txt").read_text() == "alpha\n" and not (ws / "n.txt").exists()
 
 
+def _applied(diff: str, ws, tmp_path, name: str) -> str:
+    """NAME after `patch -p1` applies DIFF to a copy of the workspace (checks the line numbers)."""
+    import shutil
+    import subprocess
+
+    copy = tmp_path / "patched"
+    shutil.copytree(ws, copy)
+    subprocess.run(["patch", "-s", "-F0", "-p1"], input=diff, text=True, cwd=copy, check=True)
+    return (copy / name).read_text()
+
+
+def test_dry_run_diff_of_a_big_rewrite_is_one_replaced_span(session_for, ws, tmp_path):
+    """difflib matches lines in time that grows with the cube of their number when lines recur
+    (3,000 lines: seconds; 128,000: a 700 KB write kept the controller busy 3 minutes after
+    the run). Past MAX_MATCHED_LINES changed lines the span is shown replaced whole, a valid
+    unified diff found in linear time."""
+    from lackjail.workspace.textdiff import MAX_MATCHED_LINES
+
+    lines = 3 * MAX_MATCHED_LINES
+    old = "".join(f"{i % 100}\n" for i in range(lines))
+    new = "".join(f"{(i // 2) % 100}\n" for i in range(lines))
+    (ws / "big.txt").write_text("head\n" + old + "tail\n")
+    s = session_for(dry_run=True)
+    assert s.call("write_file", ["big.txt", "head\n" + new + "tail\n"], {}).ok
+    diff = s.diff()
+    assert diff.count("\n@@ ") == 1, diff[:500]
+    # one hunk: the equal lines before and after the span are its context, the span replaced
+    assert f"@@ -1,{lines + 2} +1,{lines + 2} @@\n head\n 0\n-1\n-2\n" in diff
+    assert diff.endswith("+98\n+98\n+99\n 99\n tail\n")
+    assert _applied(diff, ws, tmp_path, "big.txt") == "head\n" + new + "tail\n"
+
+
+def test_dry_run_diff_of_a_small_edit_in_a_big_file_keeps_its_line_numbers(
+    session_for, ws, tmp_path
+):
+    text = "".join(f"line {i}\n" for i in range(1, 50_001))
+    (ws / "big.txt").write_text(text)
+    s = session_for(dry_run=True)
+    assert s.call("edit_file", ["big.txt", "line 25000\n", "changed\n"], {}).ok
+    diff = s.diff()
+    assert "@@ -24997,7 +24997,7 @@\n line 24997\n" in diff and "-line 25000\n+changed\n" in diff
+    assert _applied(diff, ws, tmp_path, "big.txt") == text.replace("line 25000\n", "changed\n")
+
+
+def test_dry_run_diff_reads_and_shows_a_bounded_amount(session_for, ws, monkeypatch):
+    """Hard links of one big file cost no disk: a program writing '' to thousands of them made
+    the diff read each whole. Past MAX_DIFF_BYTES (old and new together) a file is named, not
+    diffed, and its old content is not read."""
+    from lackjail.workspace import transaction
+
+    monkeypatch.setattr(transaction, "MAX_DIFF_BYTES", 1000)
+    (ws / "one.txt").write_text("x\n" * 300)  # 600 bytes
+    for name in ("two.txt", "three.txt"):
+        os.link(ws / "one.txt", ws / name)
+    s = session_for(dry_run=True)
+    for name in ("one.txt", "three.txt", "two.txt"):
+        assert s.call("write_file", [name, ""], {}).ok
+    diff = s.diff()
+    assert diff.splitlines().count("-x") == 300  # one file diffed
+    assert diff.count("not shown") == 2 and "1000 bytes" in diff
+
+
 # --- budgets --------------------------------------------------------------------------------------
 
 
