@@ -4,7 +4,7 @@ Everything here is an allowlist or a named denial; the validator and the spec
 both read these tables, so the language is defined in exactly one place.
 """
 
-import ast
+import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 
 # The language levels, strictest first; `lackpy` is the default and exactly the
 # seed's grammar; `extended` adds what models write (see EXTENDED_NODES).

@@ -5,15 +5,9 @@ sees them, so an encoding declaration (`# coding: utf-7`) is never honoured:
 the parser only ever gets a str. Cheap byte checks (size, NUL) run first.
 """
 
-import re
-
 from .errors import ValidationError
 
 _BOM = "\ufeff"
-# PEP 263, as CPython's tokenizer reads it (emacs `-*- coding: x -*-`, vim
-# `fileencoding=x` and plain `coding: x` forms all match), on lines 1 and 2.
-_DECLARATION = re.compile(r"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
-_FIRST_LINES = re.compile(r"\r\n|\r|\n")
 
 
 class SourceError(Exception):
@@ -99,18 +93,57 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
 def _check_declaration(text: str):
     """Reject an encoding declaration: lackjail reads UTF-8 only, but a Python that
     reads the file later would honour it, and see another program."""
-    for number, line in enumerate(_FIRST_LINES.split(text, 2)[:2], 1):
-        found = _DECLARATION.match(line)
+    for number, line in enumerate(_first_lines(text), 1):
+        found = _declaration(line)
         if found:
             raise SourceError(
                 ValidationError(
-                    f"encoding declaration {found.group().strip()!r} is not allowed: "
+                    f"encoding declaration {found.strip()!r} is not allowed: "
                     "programs are UTF-8 and nothing may read them otherwise; remove the comment",
                     number,
                     line.index("#") + 1,
                     "encoding-declaration",
                 )
             )
+
+
+def _first_lines(text: str) -> list[str]:
+    """Lines 1 and 2 of TEXT, split at \\r\\n, \\r or \\n (as the tokenizer ends lines)."""
+    lines = []
+    start = 0
+    while len(lines) < 2:
+        cr, lf = text.find("\r", start), text.find("\n", start)
+        end = min(cr, lf) if cr >= 0 and lf >= 0 else max(cr, lf)
+        if end < 0:
+            lines.append(text[start:])
+            break
+        lines.append(text[start:end])
+        start = end + 2 if text.startswith("\r\n", end) else end + 1
+    return lines
+
+
+def _declaration(line: str) -> str | None:
+    """The PEP 263 encoding declaration LINE starts with, as CPython's tokenizer reads it
+    (emacs `-*- coding: x -*-`, vim `fileencoding=x` and plain `coding: x` forms all
+    match), else None. What re.match(r"[ \\t\\f]*#.*?coding[:=][ \\t]*[-\\w.]+", LINE)
+    matches, without re: the jail does not load it."""
+    hash_at = len(line) - len(line.lstrip(" \t\f"))
+    if not line.startswith("#", hash_at):
+        return None
+    at = line.find("coding", hash_at + 1)
+    while at >= 0:
+        begin = at + len("coding")
+        if line.startswith((":", "="), begin):
+            begin += 1
+            while line.startswith((" ", "\t"), begin):
+                begin += 1
+            end = begin
+            while end < len(line) and (line[end].isalnum() or line[end] in "-_."):
+                end += 1
+            if end > begin:
+                return line[:end]
+        at = line.find("coding", at + 1)
+    return None
 
 
 def _check_size(size: int, max_bytes: int | None):

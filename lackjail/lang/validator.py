@@ -5,8 +5,7 @@ programs that parse crash CPython 3.12.1's compile() (about 21 nested list
 comprehensions); the jail compiles, after validating again.
 """
 
-import ast
-import re
+import _ast as ast  # the node classes; ast.py would bring re and enum into every jail's start
 import warnings
 from _string import formatter_parser  # string.Formatter.parse, without importing string
 
@@ -32,9 +31,10 @@ FILENAME = "<lackpy>"
 
 # The parser reports some oddities (invalid escape sequences, `1if x`) as
 # SyntaxWarning. A program's warnings are not the host's business, and under
-# `-W error` they would reject valid programs. This filter matches our filename only.
-_WARNING_MODULE = r"<lackpy>\Z"
-_WARNING_FILTER = ("ignore", None, SyntaxWarning, re.compile(_WARNING_MODULE), 0)
+# `-W error` they would reject valid programs. This filter matches our filename only:
+# a plain string as a filter's module matches that module name exactly (as CPython's
+# own default filter for '__main__' does); warnings.filterwarnings would import re.
+_WARNING_FILTER = ("ignore", None, SyntaxWarning, FILENAME, 0)
 _WARNING_MESSAGES = (
     "invalid escape sequence",
     "invalid decimal literal",
@@ -475,15 +475,18 @@ class _Walker:
 
     def bind_spelt(self, ident, node, before, what):
         """Bind the name of a def or an `except ... as` (the tree has no place for it):
-        in a non-ASCII source it must be spelt in ASCII after BEFORE on a header line."""
+        in a non-ASCII source it must be spelt in ASCII after the keyword BEFORE on a
+        header line."""
         line, col = node.lineno, node.col_offset
         if self.lines is not None:
-            pattern = re.compile(before + re.escape(ident.encode("utf-8")) + rb"\b")
+            spelt = ident.encode("utf-8")
             last = node.body[0].lineno if node.body else line
             for number in range(line, min(last, len(self.lines)) + 1):
-                found = pattern.search(self.lines[number - 1], col if number == line else 0)
-                if found and ident.isascii():
-                    line, col = number, found.end() - len(ident)
+                found = _spelt_after(
+                    self.lines[number - 1], before, spelt, col if number == line else 0
+                )
+                if found >= 0 and ident.isascii():
+                    line, col = number, found
                     break
             else:
                 self.error(
@@ -1002,7 +1005,7 @@ class _Walker:
         if node.returns is not None:
             self.visit(node.returns, depth)
         # the name is bound where the def stands, after its defaults ran
-        self.bind_spelt(node.name, node, rb"def\s+", "function name")
+        self.bind_spelt(node.name, node, b"def", "function name")
         if self.push(_FUNCTION, node):
             self.parameters(params, depth)
             self.block(node.body, depth)
@@ -1079,7 +1082,7 @@ class _Walker:
         name, scope = node.name, self.current
         fresh = name is not None and name not in scope.names
         if name is not None:
-            self.bind_spelt(name, node, rb"as\s+", "exception name")
+            self.bind_spelt(name, node, b"as", "exception name")
         self.block(node.body, depth + 1)
         if fresh:  # Python deletes the name when the handler ends
             scope.names.discard(name)
@@ -1186,10 +1189,8 @@ def _place(exc: SyntaxError):
 
 def _parse(text: str) -> ast.Module:
     """Parse TEXT to a tree (no compiling), keeping the parser's warnings to ourselves."""
-    if (
-        _WARNING_FILTER not in warnings.filters
-    ):  # (re)install: a catch_warnings block may have dropped it
-        warnings.filterwarnings("ignore", category=SyntaxWarning, module=_WARNING_MODULE)
+    if _WARNING_FILTER not in warnings.filters:  # a catch_warnings block may have dropped it
+        _ignore_our_warnings()
     try:
         return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
@@ -1198,8 +1199,38 @@ def _parse(text: str) -> ast.Module:
     # A filter set after import (`-W error`, pytest) turned a parser warning
     # into an error: parse again with our filter in front.
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=SyntaxWarning, module=_WARNING_MODULE)
+        _ignore_our_warnings()
         return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _spelt_after(line: bytes, keyword: bytes, name: bytes, start: int) -> int:
+    """Where NAME begins in LINE, at or after START, written after KEYWORD and whitespace
+    and ending at a word boundary; -1 if nowhere. What
+    re.compile(KEYWORD + rb"\\s+" + re.escape(NAME) + rb"\\b").search(LINE, START) finds
+    (its end less len(NAME)), without re: the jail does not load it."""
+    at = line.find(keyword, start)
+    while at >= 0:
+        begin = at + len(keyword)
+        while begin < len(line) and line[begin] in b" \t\n\r\f\v":
+            begin += 1
+        end = begin + len(name)
+        if (
+            begin > at + len(keyword)
+            and line.startswith(name, begin)
+            and (line[end - 1] in _WORD) != (end < len(line) and line[end] in _WORD)
+        ):
+            return begin
+        at = line.find(keyword, at + 1)
+    return -1
+
+
+def _ignore_our_warnings() -> None:
+    """Put _WARNING_FILTER first, as warnings.filterwarnings puts its own."""
+    warnings.filters.insert(0, _WARNING_FILTER)
+    warnings._filters_mutated()  # what filterwarnings calls: cached verdicts are dropped
 
 
 def check_language(language) -> str:

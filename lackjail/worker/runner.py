@@ -6,8 +6,8 @@ validated again here (the worker trusts nothing it is sent), compiled here
 (the controller never compiles), and its last expression becomes the value.
 """
 
+import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 import _signal as signal  # setitimer without signal.py's enums
-import ast
 import os
 import resource
 import select

@@ -22,13 +22,13 @@ Descriptors: 0 and 1 the control socket, 2 the jail's log. A child keeps
 only 3 and 4, its run channel; it closes the rest before any program runs.
 """
 
+import _ast  # the node classes: ast.py would bring re, enum and contextlib
+import _frozen_importlib_external  # importlib.machinery would bring importlib and warnings
 import _signal as signal  # signal.py would add its enums: only its constants are used here
 import _socket  # socket.py would add selectors, array and enum's extras to every child
-import ast
 import ctypes
 import fcntl
 import gc
-import importlib.machinery
 import os
 import resource
 import select
@@ -185,7 +185,7 @@ class Zygote:
 def no_lazy_imports():
     """Imports from files end here: a module not loaded yet is a plain ImportError
     (an unknown codec a LookupError), never an `openat` the filter kills."""
-    sys.meta_path[:] = [f for f in sys.meta_path if f is not importlib.machinery.PathFinder]
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not _frozen_importlib_external.PathFinder]
 
 
 def no_file_opens():
@@ -232,8 +232,19 @@ def immortalize_heap() -> int:
     return marked
 
 
+def read_config(text: str) -> dict:
+    """The zygote's settings from TEXT, a dict literal of constants (numbers, booleans, the
+    BPF bytes): parsed, never evaluated. Not ast.literal_eval: ast.py brings re and enum
+    into every jail's start. Raises ValueError for anything else."""
+    tree = compile(text, "<config>", "eval", _ast.PyCF_ONLY_AST, dont_inherit=True).body
+    nodes = (*tree.keys, *tree.values) if type(tree) is _ast.Dict else (None,)
+    if not all(type(node) is _ast.Constant for node in nodes):
+        raise ValueError("the zygote's configuration must be a dict literal of constants")
+    return {key.value: value.value for key, value in zip(tree.keys, tree.values)}
+
+
 def main():
-    cfg = ast.literal_eval(sys.argv[1])  # a dict literal of numbers, booleans and the BPF
+    cfg = read_config(sys.argv[1])
     bpf = cfg.pop("bpf")
     flt = confine.prepare_filter(bpf) if cfg["seccomp"] else None
     # The zygote never execs: no_new_privs on it too, inherited by every child (which sets

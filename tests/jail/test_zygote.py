@@ -2,11 +2,14 @@
 error for the others), the heap it hands its children (immortal, so shared), and the
 order of its start: the first child is forked before that heap work, the others after."""
 
+import ast
+import py_compile
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import msgpack
 import psutil
 import pytest
 
@@ -35,6 +38,92 @@ assert sys.getrefcount(old) == 0xFFFFFFFF and old() == 3.0
 gc.collect()
 print("ok")
 """.replace("ROOT", repr(ROOT))
+
+
+def _fresh(code: str) -> list:
+    """What CODE prints, one Python literal a line, run by a fresh `-I -S -B` interpreter
+    that finds this checkout's package and msgpack (as the jail's does)."""
+    path = [ROOT, str(Path(msgpack.__file__).parents[1])]
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", f"import sys; sys.path[:0] = {path!r}\n" + code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [ast.literal_eval(line) for line in proc.stdout.splitlines()]
+
+
+# what the jail's start no longer imports: ast.py and re bring enum, functools, contextlib
+NOT_AT_START = ("ast", "re", "enum", "functools", "contextlib", "importlib", "stringprep")
+
+
+def test_the_zygote_starts_without_ast_re_or_enum():
+    """Every module here costs every jail's start; re, enum and functools alone ~5 ms."""
+    (loaded,) = _fresh(
+        "from lackjail.worker import textcodecs, zygote\n"
+        "textcodecs.preload()\n"
+        f"print([m for m in {NOT_AT_START!r} if m in sys.modules])"
+    )
+    assert loaded == []
+
+
+READ_AHEAD = """
+from lackjail.worker import textcodecs, zygote
+textcodecs.preload()
+print([f"encodings.{n}" in sys.modules for n in ("idna", "cp1252", "shift_jis")])
+zygote.no_lazy_imports()
+zygote.no_file_opens()  # an open now raises PermissionError, as in a confined child
+print([n for n in textcodecs.LOADED if "cafe".encode(n).decode(n) != "cafe"])
+print(["b\u00fccher.example".encode("idna"), b"xn--bcher-kva.example".decode("idna")])
+print([f"encodings.{n}" in sys.modules for n in ("idna", "cp1252", "shift_jis")])
+"""
+
+
+def test_codecs_are_read_at_start_and_run_on_first_use_without_opening_a_file():
+    """The zygote reads the codecs' code (IDNA's with re and enum: ~6 ms of every start
+    when run there); a child runs a codec's code when a program first uses it, with no
+    file opened then (its filter would kill the openat)."""
+    before, round_trips, idna, after = _fresh(READ_AHEAD)
+    assert before == [False, False, False]
+    assert round_trips == []
+    assert idna == [b"xn--bcher-kva.example", "b\u00fccher.example"]
+    assert after == [True, True, True]
+
+
+def test_a_stale_bytecode_file_is_not_read_ahead(tmp_path):
+    """Code is read from a module's bytecode file only when the import system would use it
+    (its source unchanged); else it is compiled from the source, which wins."""
+    (tmp_path / "mod.py").write_text("X = 1\n")
+    py_compile.compile(str(tmp_path / "mod.py"), doraise=True)
+    (tmp_path / "mod.py").write_text("X = 22\n")  # another size: the bytecode is stale
+    (tmp_path / "fresh.py").write_text("X = 3\n")
+    py_compile.compile(str(tmp_path / "fresh.py"), doraise=True)
+    found = _fresh(
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from lackjail.worker.textcodecs import ReadAhead\n"
+        "finder = ReadAhead(['mod', 'fresh'])\n"
+        "print([type(finder.code[n]).__name__ for n in ('mod', 'fresh')])\n"
+        "sys.meta_path.insert(0, finder)\n"
+        "import mod, fresh\n"
+        "print([mod.X, fresh.X, mod.__loader__ is finder, fresh.__file__.endswith('fresh.py')])"
+    )
+    assert found == [["code", "bytes"], [22, 3, True, True]]
+
+
+def test_the_zygote_reads_its_settings_without_evaluating_them():
+    from lackjail.worker.zygote import read_config
+
+    text = repr({"memory_mb": 256, "seccomp": True, "bpf": b"\x06\0\0\0", "spares": 2})
+    assert read_config(text) == {
+        "memory_mb": 256,
+        "seccomp": True,
+        "bpf": b"\x06\0\0\0",
+        "spares": 2,
+    }
+    for bad in ("[1]", "{'a': len('x')}", "{**{}}", "__import__('os')", "{'a': -1}", "{'a': x}"):
+        with pytest.raises(ValueError, match="dict literal of constants"):
+            read_config(bad)
 
 
 def test_the_zygote_heap_is_immortal_and_still_works():
