@@ -62,7 +62,7 @@ class Launcher:
 def zygote_config(
     limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
 ) -> str:
-    """The zygote's settings as a Python dict literal (it reads them with ast.literal_eval),
+    """The zygote's settings as a Python dict literal of constants (zygote.read_config),
     with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off)."""
     return repr(
         {
