@@ -6,19 +6,19 @@ host by lackjail/pool/syscall_filter.py); the zygote prepares the prctl
 argument once and each child loads it with prctl.
 """
 
-import ctypes
 import resource
+
+from lackjail.worker import libc
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 BPF_MAXINSNS = 4096  # the kernel refuses longer classic BPF programs
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+class _SockFprog(libc.Structure):
+    _fields_ = [("len", libc.c_ushort), ("filter", libc.c_void_p)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_prctl = _libc.prctl  # looked up here, in the zygote, not by each child
+_prctl = libc.prctl  # looked up once, in the zygote, not by each child
 
 
 def prepare_filter(bpf: bytes):
@@ -28,23 +28,23 @@ def prepare_filter(bpf: bytes):
     BPF_MAXINSNS of them: a zygote with a broken filter must not start."""
     if not isinstance(bpf, bytes) or not bpf or len(bpf) % 8 or len(bpf) // 8 > BPF_MAXINSNS:
         raise ValueError("the seccomp filter is not a BPF program")
-    buf = ctypes.create_string_buffer(bpf, len(bpf))
-    prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    return buf, prog, ctypes.byref(prog)
+    buf = libc.char_array(bpf)
+    prog = _SockFprog(len(bpf) // 8, libc.addressof(buf))
+    return buf, prog, libc.byref(prog)
 
 
 def set_no_new_privs() -> None:
     """No exec can gain privileges from here on; what lets an unprivileged process load a
     filter. Irrevocable. Raises OSError."""
     if _prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        raise OSError(libc.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def install_filter(prepared) -> None:
     """Load a prepared filter into this process; irrevocable. Raises OSError."""
     set_no_new_privs()  # inherited from the zygote, and set here again all the same
     if _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prepared[2], 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+        raise OSError(libc.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
 def set_limits(memory_mb: int, cpu_s: int, nofile: int = 8) -> None:

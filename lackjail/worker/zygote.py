@@ -26,7 +26,6 @@ import _ast  # the node classes: ast.py would bring re, enum and contextlib
 import _frozen_importlib_external  # importlib.machinery would bring importlib and warnings
 import _signal as signal  # signal.py would add its enums: only its constants are used here
 import _socket  # socket.py would add selectors, array and enum's extras to every child
-import ctypes
 import fcntl
 import gc
 import os
@@ -38,7 +37,7 @@ import time
 import types
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
-from lackjail.worker import confine, puretools, runner, textcodecs  # noqa: F401 - jail tools
+from lackjail.worker import confine, libc, puretools, runner, textcodecs  # noqa: F401 - jail tools
 
 WARM_UPS = 3  # runs of our own warm-up program in the zygote (share_heap)
 FIRST_RUN_S = 0.1  # how long share_heap waits for the first child to serve its run
@@ -225,7 +224,7 @@ def immortalize_heap() -> int:
     marked = 0
     for objects in (tracked, untracked):
         for obj in objects:
-            refcount = ctypes.c_uint32.from_address(id(obj))  # ob_refcnt's low half
+            refcount = libc.c_uint32.from_address(id(obj))  # ob_refcnt's low half
             if refcount.value != 0xFFFFFFFF:  # static objects are immortal already
                 refcount.value = 0xFFFFFFFF
                 marked += 1
@@ -277,5 +276,5 @@ def share_heap(cfg) -> None:
         runner.warm_up(cfg)
     gc.collect()
     immortalize_heap()
-    ctypes.CDLL(None).malloc_trim(0)  # hand free heap pages back: a smaller zygote
+    libc.malloc_trim(0)  # hand free heap pages back: a smaller zygote
     gc.freeze()  # keep the collector from touching (and copying) inherited pages

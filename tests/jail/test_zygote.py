@@ -55,11 +55,12 @@ def _fresh(code: str) -> list:
 
 
 # what the jail's start no longer imports: ast.py and re bring enum, functools, contextlib
-NOT_AT_START = ("ast", "re", "enum", "functools", "contextlib", "importlib", "stringprep")
+NOT_AT_START = ("ast", "re", "enum", "functools", "contextlib", "importlib", "stringprep", "ctypes")
 
 
 def test_the_zygote_starts_without_ast_re_or_enum():
-    """Every module here costs every jail's start; re, enum and functools alone ~5 ms."""
+    """Every module here costs every jail's start; re, enum and functools alone ~5 ms,
+    ctypes ~1.2 ms (the worker's C calls take what they need from _ctypes)."""
     (loaded,) = _fresh(
         "from lackjail.worker import textcodecs, zygote\n"
         "textcodecs.preload()\n"
@@ -109,6 +110,24 @@ def test_a_stale_bytecode_file_is_not_read_ahead(tmp_path):
         "print([mod.X, fresh.X, mod.__loader__ is finder, fresh.__file__.endswith('fresh.py')])"
     )
     assert found == [["code", "bytes"], [22, 3, True, True]]
+
+
+def test_the_c_calls_work_as_through_ctypes():
+    import ctypes
+    import errno
+
+    from lackjail.worker import confine, libc
+
+    pr_get_no_new_privs = 39
+    by_ctypes = ctypes.CDLL(None, use_errno=True).prctl(pr_get_no_new_privs, 0, 0, 0, 0)
+    assert libc.prctl(pr_get_no_new_privs, 0, 0, 0, 0) == by_ctypes in (0, 1)
+    assert libc.prctl(-1, 0, 0, 0, 0) == -1 and libc.get_errno() == errno.EINVAL
+    bpf = bytes(range(16))
+    buf, prog, ref = confine.prepare_filter(bpf)
+    assert bytes(buf) == bpf and prog.len == 2 and prog.filter == libc.addressof(buf)
+    assert ctypes.string_at(prog.filter, len(bpf)) == bpf
+    number = 1234567
+    assert libc.c_uint32.from_address(id(number)).value == sys.getrefcount(number) - 1
 
 
 def test_the_zygote_reads_its_settings_without_evaluating_them():
