@@ -116,6 +116,49 @@ def test_kernel_permission_checks_apply_as_the_owner(users_ws):
     assert os.geteuid() == 0 and os.getuid() == 0  # the controller itself stayed root
 
 
+def test_root_s_supplementary_groups_do_not_lend_access(users_ws, tmp_path):
+    """Root usually has supplementary groups (a container's root: 0, 1, 2, 3, 4, 6, 10, ...);
+    setfsuid/setfsgid left them in place, so a file of group root, mode 0640 or 0660, in the
+    workspace was read through them though its owner may not. The thread acting as the owner
+    takes the owner's groups too."""
+    import subprocess
+    import sys
+
+    (users_ws / "group-root.txt").write_text("root group's secret\n")
+    os.chmod(users_ws / "group-root.txt", 0o660)  # root:root
+    code = f"""
+import os
+os.setgroups([0, 4])
+from lackjail.workspace import Workspace
+
+class Budget:
+    max_read = 1 << 30
+    def read_allowance(self): return 1 << 30
+    def charge_read(self, n): pass
+    def check_write(self, n): pass
+    def charge_write(self, n): pass
+
+ws = Workspace({str(users_ws)!r})
+view = ws.view(Budget(), writable=True)
+try:
+    print(view.read_bytes("group-root.txt"))
+except Exception as exc:
+    print(exc)
+view.write_bytes("group-root.txt", b"overwritten")
+ws.merge(view)
+try:
+    ws.commit()
+except Exception as exc:
+    print(exc)
+assert os.getgroups() == [0, 4]  # the controller's own groups are back
+"""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "secret" not in proc.stdout and "permission denied" in proc.stdout
+    assert (users_ws / "group-root.txt").read_text() == "root group's secret\n"
+
+
 def test_the_same_rules_hold_run_as_an_ordinary_user(users_ws, user, reachable):
     (users_ws / "root-only.txt").write_text("root's secret\n")
     os.chmod(users_ws / "root-only.txt", 0o600)
