@@ -234,7 +234,13 @@ def _parent(tree: Tree, owner: Owner, rel: str, made: list[str]) -> int:
                 os.mkdir(name, NEW_DIR_MODE, dir_fd=dirfd)
                 made.append("/".join(parts[:depth]))
                 nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
-                _give(owner, nxt, os.fstat(dirfd))
+                like = os.fstat(dirfd)
+                if _gives_away(owner, like) and not _as_made(nxt, owner):
+                    os.close(nxt)  # another folder was renamed into its place meanwhile
+                    raise CommitError(
+                        f"{show('/'.join(parts[:depth]))} changed while it was made"
+                    ) from None
+                _give(owner, nxt, like)
             os.close(dirfd)
             dirfd = nxt
         return dirfd
@@ -243,9 +249,21 @@ def _parent(tree: Tree, owner: Owner, rel: str, made: list[str]) -> int:
         raise
 
 
+def _as_made(fd: int, owner: Owner) -> bool:
+    """True when folder FD is as mkdir just made it, empty and the owner's: giving it away then
+    hands over nothing that was there before."""
+    info = os.fstat(fd)
+    return info.st_uid == owner.uid and info.st_nlink == 2 and not os.listdir(fd)
+
+
+def _gives_away(owner: Owner, like: os.stat_result) -> bool:
+    """True when `_give` would chown to LIKE's owner and group: another identity than ours."""
+    return owner.switch and (like.st_uid, like.st_gid) != (owner.uid, owner.gid)
+
+
 def _give(owner: Owner, fd: int, like: os.stat_result) -> None:
     """Give the file or folder FD the owner and group of LIKE (root only; by descriptor)."""
-    if owner.switch and (like.st_uid, like.st_gid) != (owner.uid, owner.gid):
+    if _gives_away(owner, like):
         with owner.as_controller():
             os.fchown(fd, like.st_uid, like.st_gid)
 

@@ -7,14 +7,18 @@ owner, and set-id or sticky bits are never written. The same suite also runs
 as that ordinary user (runuser) where root is not needed.
 """
 
+import ctypes
 import os
 import pathlib
+import pwd
 import shutil
 import stat
 import tempfile
 
 import pytest
-from host_support import ordinary_user, run_as, session
+from host_support import SYS_RENAMEAT2, ordinary_user, run_as, session
+
+from lackjail.errors import CommitError
 
 pytestmark = pytest.mark.usefixtures("private_state")
 
@@ -96,6 +100,43 @@ def test_kits_and_templates_are_saved_as_the_workspace_owner(users_ws, user):
     with pytest.raises(TemplateError, match="Permission denied"):
         TemplateStore.at(users_ws).create("u", "do {x}", "x = {x}\nx")
     assert not (locked / "u.tmpl").exists()
+
+
+def test_a_folder_swapped_in_while_a_commit_makes_one_is_never_given_away(
+    users_ws, user, monkeypatch
+):
+    """A folder of another user (nobody) in the workspace holds the owner's private folder; a
+    program writes a file in a new folder there. The commit made the folder, then opened it by
+    name and gave it the parent's owner: a process that swapped the new folder with the private
+    one in between (renameat2 RENAME_EXCHANGE; nobody owns their parent, so may) had the private
+    folder, and what is in it, chowned to nobody. The swap is made here right after the mkdir;
+    only a folder as mkdir makes it (empty, the owner's) is given away."""
+    nobody = pwd.getpwnam("nobody")
+    shared = users_ws / "shared"
+    (shared / "private").mkdir(parents=True)
+    (shared / "private" / "diary.txt").write_text("the owner's diary\n")
+    os.chown(shared, nobody.pw_uid, nobody.pw_gid)
+    os.chmod(shared, 0o777)
+    for path in (shared / "private", shared / "private" / "diary.txt"):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    os.chmod(shared / "private", 0o700)
+    real_mkdir, libc = os.mkdir, ctypes.CDLL(None, use_errno=True)
+
+    def mkdir_then_swap(name, mode=0o777, *, dir_fd=None):
+        real_mkdir(name, mode, dir_fd=dir_fd)
+        if name == "new":  # the other process wins the race
+            assert libc.syscall(SYS_RENAMEAT2, dir_fd, b"new", dir_fd, b"private", 2) == 0
+
+    s = session(users_ws)
+    assert s.call("write_file", ["shared/new/f.txt", "x"], {}).ok
+    monkeypatch.setattr(os, "mkdir", mkdir_then_swap)
+    with pytest.raises(CommitError) as caught:
+        s.commit()
+    monkeypatch.undo()
+    for name in ("new", "private"):
+        if (shared / name / "diary.txt").exists():
+            assert os.stat(shared / name).st_uid == user.pw_uid, "given away"
+    assert "changed while it was made" in str(caught.value)
 
 
 def test_kernel_permission_checks_apply_as_the_owner(users_ws):
