@@ -56,9 +56,9 @@ def init(workspace):
       lackjail run prog.lackpy            # uses the kit the config chose
       lackjail delegate "count the lines of notes.txt"
     """
-    from lackjail.atomicfile import write_text_atomic
     from lackjail.infer import TemplateError, TemplateStore
     from lackjail.infer.templates import SUFFIX as TEMPLATE_SUFFIX
+    from lackjail.kit import KitError, write_kit
 
     root = os.path.abspath(workspace or os.getcwd())
     folder = os.path.join(root, ".lackjail")
@@ -79,16 +79,30 @@ def init(workspace):
             "(edit it, or remove it and run init again)"
         )
     try:
-        os.makedirs(os.path.dirname(kit), exist_ok=True)
-        write_text_atomic(config, CONFIG, replace=False)
-        write_text_atomic(kit, KIT, replace=False)
+        _write_config(os.path.realpath(root), CONFIG)
+        write_kit(root, "project", KIT)
         store = TemplateStore.at(root)
         saved = store.create(TEMPLATE_NAME, TEMPLATE_PATTERN, TEMPLATE_BODY)
-    except (OSError, TemplateError) as exc:
+    except (OSError, TemplateError, KitError) as exc:
         raise click.UsageError(f"cannot set up {terminal_safe(folder)}: {exc}") from None
     for path in (config, kit, str(saved.path)):
         click.echo(f"created {terminal_safe(os.path.relpath(path, root))}")
     leave(0)
+
+
+def _write_config(root: str, text: str) -> None:
+    """Write `.lackjail/config.toml` beneath ROOT as its owner, never over a file or through a
+    symlink (one swapped in after init's check included); OSError."""
+    from lackjail.workspace.beneath import Tree
+    from lackjail.workspace.files import write_whole
+    from lackjail.workspace.owner import Owner
+
+    with Owner.of(root).acting():
+        tree = Tree.below(root, ".lackjail", create=True)
+        try:
+            write_whole(tree, "config.toml", text.encode("utf-8"), replace=False)
+        finally:
+            tree.close()
 
 
 @click.command("mcp-config", epilog=EXIT_HELP)

@@ -139,6 +139,31 @@ def test_a_folder_swapped_in_while_a_commit_makes_one_is_never_given_away(
     assert "changed while it was made" in str(caught.value)
 
 
+def test_init_sets_a_project_up_as_the_workspace_owner(users_ws, user, tmp_path, monkeypatch):
+    """`lackjail init` run as root made `.lackjail/`, its config, kit and template owned by root
+    in the user's project (the user could not edit them), writing by path after a symlink check:
+    a `.lackjail` swapped for a symlink after the check sent root's writes elsewhere."""
+    from click.testing import CliRunner
+
+    from lackjail.cli import cli
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    made = CliRunner().invoke(cli, ["init", "--workspace", str(users_ws)])
+    assert made.exit_code == 0, made.output
+    for rel in (".lackjail", ".lackjail/config.toml", ".lackjail/kits/project.kit"):
+        info = os.stat(users_ws / rel)
+        assert (info.st_uid, info.st_gid) == (user.pw_uid, user.pw_gid), rel
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(users_ws / ".lackjail")
+    (users_ws / ".lackjail").symlink_to(elsewhere)
+    monkeypatch.setattr(os.path, "islink", lambda path: False)  # swapped in after the check
+    swapped = CliRunner().invoke(cli, ["init", "--workspace", str(users_ws)])
+    monkeypatch.undo()
+    assert swapped.exit_code == 2 and "cannot set up" in swapped.output
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_kernel_permission_checks_apply_as_the_owner(users_ws):
     (users_ws / "root-only.txt").write_text("root's secret\n")
     os.chmod(users_ws / "root-only.txt", 0o600)  # owned by root
