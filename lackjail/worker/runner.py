@@ -13,10 +13,10 @@ import resource
 import select
 import sys
 import time
-import types
 
 from lackjail import lang, plain, protocol
 
+SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
@@ -191,8 +191,8 @@ def _bind(namespace, name, fn):
         namespace[name] = fn
         return
     holder = namespace.get(pack)
-    if not isinstance(holder, types.SimpleNamespace):
-        holder = namespace[pack] = types.SimpleNamespace()
+    if not isinstance(holder, SimpleNamespace):
+        holder = namespace[pack] = SimpleNamespace()
     setattr(holder, member, fn)
 
 

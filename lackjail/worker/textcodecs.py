@@ -45,6 +45,7 @@ LOADED = (
 # modules are read with them (IDNA's); C extensions cannot be (loading one opens its
 # file), so they are imported now.
 SUPPORT = (
+    "types",
     "copyreg",
     "functools",
     "enum",

@@ -34,7 +34,6 @@ import select
 import struct
 import sys
 import time
-import types
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
 from lackjail.worker import confine, libc, puretools, runner, textcodecs  # noqa: F401 - jail tools
@@ -213,12 +212,13 @@ def immortalize_heap() -> int:
         return 0
     if sys.maxsize < 2**32 or sys.byteorder != "little":
         return 0
+    function = type(immortalize_heap)  # types.FunctionType: types.py costs every start
     tracked = gc.get_objects()
     untracked = []
     for obj in tracked:
         if type(obj) is dict:
             untracked += [v for v in obj.values() if not gc.is_tracked(v)]
-        elif type(obj) is types.FunctionType:
+        elif type(obj) is function:
             untracked.append(obj.__code__)
             untracked += [c for c in obj.__code__.co_consts if not gc.is_tracked(c)]
     marked = 0
