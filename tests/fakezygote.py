@@ -6,10 +6,13 @@ as a JSON file: what to write on the run channel and when. The controller
 must hold against anything it does.
 
     python fakezygote.py ROOT SCRIPT.json
+    python fakezygote.py ROOT DIRECTORY    (each zygote started plays the next script
+                                            there, by name, and removes it)
 
 Steps (a list of [action, argument]):
   ["spawn", gen]         send `spawned` for a new child with fresh pipes
   ["ready", gen]         write `ready` on that child's run channel
+  ["spawn_ready", gen]   both, `ready` first: it is there when `spawned` arrives
   ["read_run", gen]      read one frame from that child's run channel
   ["write", [gen, hex]]  write raw bytes on that child's run channel
   ["write_run", [gen, hex, placeholder]]  the same, PLACEHOLDER replaced by the run's id
@@ -37,10 +40,27 @@ from lackjail import protocol  # noqa: E402
 ctrl = socket.socket(fileno=0)
 children = {}  # gen -> [run_in (read end), run_out (write end), last run id]
 run_ids = {}  # gen -> the ids of every run read from that child, in order
-for action, arg in json.loads(open(sys.argv[2]).read()):
-    if action == "spawn":
+
+
+def _script(path: str) -> list:
+    if not os.path.isdir(path):
+        return json.loads(open(path).read())
+    for name in sorted(n for n in os.listdir(path) if not n.endswith(".taken")):
+        taken = os.path.join(path, name + ".taken")
+        try:
+            os.rename(os.path.join(path, name), taken)
+        except FileNotFoundError:  # another zygote took it
+            continue
+        return json.loads(open(taken).read())
+    return [["sleep", 30]]
+
+
+for action, arg in _script(sys.argv[2]):
+    if action in ("spawn", "spawn_ready"):
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
+        if action == "spawn_ready":
+            os.write(out_w, protocol.encode(protocol.make_ready(arg)))
         socket.send_fds(ctrl, [protocol.encode(protocol.make_spawned(arg))], [in_w, out_r])
         os.close(in_w)
         os.close(out_r)

@@ -317,10 +317,14 @@ class Pool:
     def _borrow(self, timeout: float) -> JailProcess:
         """A free jail: the one with the most spares ready (the supervisor reads their
         `ready` while the jail is idle; a jail still forking has fewer), else the one used
-        last; callers that must wait are served first come, first served."""
+        last; callers that must wait are served first come, first served. When no idle
+        jail is known to have a ready child, what they reported is read first."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
+            if len(self._idle) > 1 and not self._waiters:
+                if not any(j.ready_count() for j in self._idle):
+                    self._read_idle()
             if self._idle and not self._waiters:
                 # ties go to the jail used last: its child and memory are still in the caches
                 jail = max(reversed(self._idle), key=JailProcess.ready_count)
@@ -341,6 +345,22 @@ class Pool:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             raise PoolError(f"no jail became free within {timeout:g} s{self._why()}")
+
+    def _read_idle(self) -> None:
+        """Read the idle jails' news now (lock held). Back to back, the supervisor reads a
+        jail only once it has idled SETTLE_S; sooner, the jail used last is often still
+        forking while another has a spare ready whose report nobody has read, and lending
+        the one used last made the run wait for a fork (~1 in 3 back-to-back runs, ~5 ms
+        each). One poll over all of them; only jails with something to read are read."""
+        watched = {fd: jail for jail in self._idle for fd in jail.watch_fds()}
+        poller = select.poll()
+        for fd in watched:
+            poller.register(fd, select.POLLIN)
+        readable: dict[JailProcess, set[int]] = {}
+        for fd, _ in poller.poll(0):
+            readable.setdefault(watched[fd], set()).add(fd)
+        for jail, fds in readable.items():
+            self._pump_idle(jail, fds)
 
     def _lend(self, jail: JailProcess) -> JailProcess:
         self._lent[jail] = threading.get_ident()

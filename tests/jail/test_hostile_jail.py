@@ -209,3 +209,57 @@ def test_a_jail_that_ends_while_a_run_waits_for_its_child_is_replaced_not_the_ru
     assert (first.status, first.value) == ("ok", 1)
     assert (second.status, second.value) == ("ok", 1), second.errors
     assert first_pid not in pids
+
+
+def test_a_run_is_lent_the_jail_whose_spare_is_ready_not_the_one_still_without(
+    tmp_path, monkeypatch
+):
+    """When no idle jail is known to have a ready child, borrowing reads what they reported
+    first: the run goes to the jail whose spare said `ready` (its report not read yet), not
+    to the jail used last, which has no child (here: never will; it used to wait for one
+    until the start timeout and end as killed)."""
+    import dataclasses
+    import json
+    import select
+    import sys
+
+    from fakejail import FAKE, ROOT
+
+    from lackjail.policy import load_policy
+    from lackjail.pool import Pool, Request, isolation
+    from lackjail.pool import pool as pool_module
+
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    one = [["spawn", 1], ["ready", 1], ["read_run", 1], ["result", 1]]
+    # the first jail started has one child only; the second makes another at once
+    (scripts / "1.json").write_text(json.dumps(one))
+    two = [["spawn_ready", 2], ["read_run", 2], ["result", 2]]
+    (scripts / "2.json").write_text(json.dumps(one + two))
+    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(scripts)]
+    monkeypatch.setattr(
+        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
+    )
+    monkeypatch.setattr(pool_module, "SETTLE_S", 3600.0)  # the supervisor reads no idle jail
+    monkeypatch.setattr(pool_module, "PING_EVERY_S", 3600.0)  # the fake answers no ping
+    policy = load_policy("default")
+    policy = dataclasses.replace(policy, pool=dataclasses.replace(policy.pool, start_timeout_s=2.0))
+    pool = Pool(policy, workers=2, isolation_level="nsjail")
+    try:
+        assert pool.wait_full(30)
+        first, second = pool._idle  # started first, second
+        outcomes = [pool.execute(Request("1", {})) for _ in range(2)]
+        assert {pool._idle[0], pool._idle[1]} == {first, second}
+        # the first jail was used last and has no child; the second's spare is unread
+        assert pool._idle[-1] is first
+        assert first.ready_count() == second.ready_count() == 0
+        # its spare's `spawned` or (if the run read that) `ready` is there to be read
+        news = select.poll()
+        for fd in second.watch_fds():
+            news.register(fd, select.POLLIN)
+        assert news.poll(30_000), "the fake zygote never reported its spare"
+        third = pool.execute(Request("1", {}))
+    finally:
+        pool.close()
+    assert [(o.status, o.value) for o in outcomes] == [("ok", 1), ("ok", 1)]
+    assert (third.status, third.value) == ("ok", 2), third.errors
