@@ -25,6 +25,7 @@ Steps (a list of [action, argument]):
   ["done", [gen, sig]]   send `done` for that child (signal SIG, or exit code 0)
   ["close", gen]         close that child's end of its run channel
   ["sleep", seconds]
+  ["wait_file", path]    wait (up to 30 s) until PATH exists: the test says when
   ["exit", code]
 """
 
@@ -104,6 +105,10 @@ for action, arg in _script(sys.argv[2]):
         os.close(children[arg][1])
     elif action == "sleep":
         time.sleep(arg)
+    elif action == "wait_file":
+        deadline = time.monotonic() + 30
+        while not os.path.exists(arg) and time.monotonic() < deadline:
+            time.sleep(0.01)
     elif action == "exit":
         sys.exit(arg)
 time.sleep(30)

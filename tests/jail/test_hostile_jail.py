@@ -263,3 +263,49 @@ def test_a_run_is_lent_the_jail_whose_spare_is_ready_not_the_one_still_without(
         pool.close()
     assert [(o.status, o.value) for o in outcomes] == [("ok", 1), ("ok", 1)]
     assert (third.status, third.value) == ("ok", 2), third.errors
+
+
+def test_the_supervisor_reads_idle_jails_only_once_the_pool_is_quiet(tmp_path, monkeypatch):
+    """While a run is in flight the supervisor leaves the idle jails' reports to the runs
+    that borrow them (reading them itself cost a back-to-back run ~100 us of the controller's
+    CPU); once the pool has been quiet SETTLE_S it reads them, so a run after a pause finds
+    the spares adopted."""
+    import json
+    import select
+    import sys
+    import time
+
+    from fakejail import FAKE, ROOT
+
+    from lackjail.policy import load_policy
+    from lackjail.pool import Pool, isolation
+    from lackjail.pool import pool as pool_module
+
+    go = tmp_path / "go"
+    steps = [["spawn", 1], ["ready", 1], ["wait_file", str(go)], ["spawn_ready", 2]]
+    script = tmp_path / "steps.json"
+    script.write_text(json.dumps(steps))
+    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
+    monkeypatch.setattr(
+        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
+    )
+    monkeypatch.setattr(pool_module, "PING_EVERY_S", 3600.0)  # the fake answers no ping
+    pool = Pool(load_policy("default"), workers=2, isolation_level="nsjail")
+    try:
+        assert pool.wait_full(30)
+        lent, child = pool._borrow_ready(10.0, 1.0)  # as a run in flight holds it
+        (idle,) = pool._idle
+        assert idle.ready_count() == 1
+        go.touch()  # both zygotes now report a second spare, ready
+        news = select.poll()
+        news.register(idle.ctrl.fileno(), select.POLLIN)
+        assert news.poll(30_000), "the fake zygote never reported its spare"
+        time.sleep(0.3)  # the supervisor had time to read it: it must not have
+        assert idle.ready_count() == 1 and news.poll(0)
+        pool._give_back(lent, retire=False)
+        deadline = time.monotonic() + 30
+        while idle.ready_count() < 2:  # quiet now: the supervisor reads it on its own
+            assert time.monotonic() < deadline, "the supervisor never read the idle jail"
+            time.sleep(0.01)
+    finally:
+        pool.close()
