@@ -34,6 +34,11 @@ DEFAULT_WRITE_DENY = (
     "node_modules/.bin", ".python-version",
     # lackjail's own configuration, kits and templates
     ".lackjail",
+    # a home folder's logins, shells, sessions and PATH (a workspace may be ~, or hold one)
+    ".ssh", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+    ".zshenv", ".zprofile", ".zlogin", ".config/fish", ".xprofile", ".xinitrc", ".xsessionrc",
+    ".pam_environment", ".config/autostart", ".config/systemd", ".gitconfig", ".config/git",
+    ".local/bin",
 )  # fmt: skip
 DEFAULT_READ_DENY = (
     ".git/config", ".git-credentials", ".git/credentials", ".env*", ".netrc", "_netrc",

@@ -52,6 +52,16 @@ WRITES = [
     (".lackjail/kits/readonly.kit", ".lackjail"),
     (".lackjail/config.toml", ".lackjail"),
     ("sitecustomize.py", "sitecustomize.py"),
+    # a workspace that is (or holds) a home folder: run from ~, a program planted these
+    (".ssh/authorized_keys", ".ssh"),
+    (".bashrc", ".bashrc"),
+    ("alice/.profile", ".profile"),
+    (".zshrc", ".zshrc"),
+    (".config/autostart/x.desktop", ".config/autostart"),
+    (".config/systemd/user/x.service", ".config/systemd"),
+    (".gitconfig", ".gitconfig"),
+    (".config/git/config", ".config/git"),
+    (".local/bin/ls", ".local/bin"),
 ]
 
 
