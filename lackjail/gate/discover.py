@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lackjail.workspace.beneath import Tree
+from lackjail.workspace.files import reopen_regular
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"
@@ -99,22 +100,27 @@ def _report_name(path: str) -> str:
 
 
 def open_program(path: str, root: str) -> int:
-    """A read-only, non-blocking descriptor of program PATH; OSError.
+    """A read-only descriptor of the regular file PATH; OSError (a device or FIFO is looked at
+    through O_PATH, never opened).
 
     Below ROOT the file is opened beneath the root's descriptor with no symlink
     followed (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); a file the caller
     named outside ROOT is opened with O_NOFOLLOW.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return os.open(absolute, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
-    tree = Tree(root)
+        pathfd = os.open(absolute, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    else:
+        tree = Tree(root)
+        try:
+            pathfd = tree.open(Path(relative).as_posix(), os.O_PATH)
+        finally:
+            tree.close()
     try:
-        return tree.open(Path(relative).as_posix(), flags)
+        return reopen_regular(pathfd)  # a device or FIFO is refused, never opened
     finally:
-        tree.close()
+        os.close(pathfd)
 
 
 def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:

@@ -407,8 +407,9 @@ class TemplateStore:
 
     @contextmanager
     def _locked(self, tree: Tree):
-        fd = os.open(".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                     dir_fd=tree.fd)  # fmt: skip
+        """The templates folder locked (flock on the folder itself: a lock file the workspace
+        holds could be a FIFO or a device, which must never be opened)."""
+        fd = tree.open("", os.O_RDONLY | os.O_DIRECTORY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

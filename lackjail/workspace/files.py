@@ -1,13 +1,16 @@
 """Files beneath a Tree: locating a program's path, reading a regular file, a file's identity.
 
-Every open goes through the Tree (kernel-checked, no symlink followed), with
-O_NONBLOCK so a FIFO never blocks, and the descriptor's own fstat decides
-what was opened: only regular files are read.
+Every open goes through the Tree (kernel-checked, no symlink followed). What
+a path names is decided from an O_PATH descriptor's fstat, and only a regular
+file is then opened, through that descriptor: a device or FIFO is never
+opened (opening a device acts: a watchdog starts, a tape rewinds; opening a
+FIFO wakes its writer).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -45,18 +48,35 @@ def locate(tree: Tree, rel: str, path) -> str:
     return canon
 
 
+def reopen_regular(pathfd: int, flags: int = READ_FLAGS) -> int:
+    """The file of the O_PATH descriptor PATHFD opened with FLAGS when it is a regular file (the
+    same file, not its path looked up again); OSError (EISDIR, ENXIO) for anything else, which
+    is never opened."""
+    mode = os.fstat(pathfd).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "is a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.ENXIO, kind)
+    return os.open(f"/proc/self/fd/{pathfd}", flags | os.O_CLOEXEC)
+
+
 def read_regular(tree: Tree, rel: str, limit: int, path) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file REL (at most LIMIT of them) and its fstat."""
     try:
-        fd = tree.open(rel, READ_FLAGS)
+        pathfd = tree.open(rel, os.O_PATH)
+        try:
+            fd = reopen_regular(pathfd)
+        finally:
+            os.close(pathfd)
     except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise ToolCallError(f"{show(path)} is a directory, not a file") from None
+        if exc.errno == errno.ENXIO:
+            raise ToolCallError(
+                f"{show(path)} is not a regular file (device, FIFO or socket)"
+            ) from None
         raise ToolCallError(os_message(exc, path)) from None
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolCallError(f"{show(path)} is a directory, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolCallError(f"{show(path)} is not a regular file (device, FIFO or socket)")
         if info.st_size > limit:
             raise FileTooLarge(f"{show(path)} is {info.st_size} bytes, over the {limit}-byte cap")
         chunks, total = [], 0

@@ -187,10 +187,7 @@ def test_create_refuses_to_replace_unless_forced(tmp_path):
     assert store.load()[0][0].pattern.text == "read {path}"
     store.create("t", "show {path}", "read_file({path})", force=True)
     assert store.load()[0][0].pattern.text == "show {path}"
-    assert sorted(p.name for p in store.directory.iterdir()) == [
-        ".lock",
-        "t.tmpl",
-    ]  # no temporaries left
+    assert sorted(p.name for p in store.directory.iterdir()) == ["t.tmpl"]  # no temporaries
 
 
 @pytest.mark.parametrize(
