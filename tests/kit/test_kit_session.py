@@ -157,6 +157,44 @@ def test_timed_out_call_keeps_nothing_it_writes(ws):
     assert s2.workspace.staged_paths() == []
 
 
+class Gate:
+    """A custom provider whose tool blocks until the test opens its gate; it notes its thread."""
+
+    name = "gate"
+
+    def __init__(self):
+        self.opened, self.threads = threading.Event(), []
+
+    def check(self, spec):
+        pass
+
+    def bind(self, spec, ctx):
+        def wait() -> bool:
+            self.threads.append(threading.current_thread())
+            self.opened.wait()
+            return True
+
+        return wait
+
+
+def test_a_timed_out_call_s_thread_ends_when_the_call_does(ws):
+    """After a tool call timed out, the session started a new tool thread but never stopped the
+    old one: when the hung call returned, that thread waited for calls forever. A long-lived
+    server leaked one thread per timed-out call."""
+    kit = resolve_kit("none")
+    gate = Gate()
+    kit.toolbox.register_provider(gate)
+    kit = resolve_kit(kit, extra_tools=[ToolSpec("wait", "gate", timeout_s=0.1)])
+    s = kit.session(make_policy(), ws)
+    assert "timed out" in s.call("wait", [], {}).error
+    [abandoned] = gate.threads
+    gate.opened.set()  # the hung call returns now
+    abandoned.join(60)
+    assert not abandoned.is_alive()
+    assert s.call("wait", [], {}).ok  # the next call has a thread of its own
+    s.close()
+
+
 def test_tool_that_raises(session_for):
     s = session_for("none", extra_tools=[py_tool("boom"), py_tool("bad_message")])
     out = s.call("boom", ["disk on fire"], {})

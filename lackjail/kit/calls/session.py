@@ -198,10 +198,9 @@ class ToolSession:
         if self._runner is None:
             self._runner = _ToolThread()
         box = self._runner.run(fn, bound, timeout)
-        if box is None:
-            self._runner = (
-                None  # abandoned: the hung call keeps that thread; the next call gets a new one
-            )
+        if box is None:  # abandoned: the hung call keeps that thread, which ends with it
+            self._runner.stop()
+            self._runner = None  # the next call gets a new one
             view.close()
             ctx.cancelled.set()
             raise ToolCallError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
