@@ -8,7 +8,9 @@ those things are on this host, and refuses to start when one is missing.
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import sys
 import sysconfig
 import tomllib
@@ -182,12 +184,13 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
     cfg.clone_newuts = "uts" in namespaces
     cfg.clone_newcgroup = "cgroup" in namespaces
     cfg.clone_newuser = use_userns
+    uid, gid = id_name(d["uid"], pwd), id_name(d["gid"], grp)
     if use_userns:
-        cfg.uidmap.append(IdMap(inside_id=str(d["uid"]), outside_id=str(os.geteuid()), count=1))
-        cfg.gidmap.append(IdMap(inside_id=str(d["gid"]), outside_id=str(os.getegid()), count=1))
+        cfg.uidmap.append(IdMap(inside_id=uid, outside_id=id_name(os.geteuid(), pwd), count=1))
+        cfg.gidmap.append(IdMap(inside_id=gid, outside_id=id_name(os.getegid(), grp), count=1))
     else:
-        cfg.uidmap.append(IdMap(inside_id=str(d["uid"]), outside_id=str(d["uid"]), count=1))
-        cfg.gidmap.append(IdMap(inside_id=str(d["gid"]), outside_id=str(d["gid"]), count=1))
+        cfg.uidmap.append(IdMap(inside_id=uid, outside_id=uid, count=1))
+        cfg.gidmap.append(IdMap(inside_id=gid, outside_id=gid, count=1))
     cfg.mount.append(MountPt(dst="/", fstype="tmpfs", rw=False, is_dir=True, options="size=1m"))
     for m in d["mount"]:
         src, dst = _fill(image, m["src"]), _fill(image, m["dst"])
@@ -228,6 +231,20 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         cfg.seccomp_string.append((IMAGE_DIR / policy).read_text(encoding="utf-8"))
     cfg.exec_bin = Exe(path=d["interpreter"], arg=[*d["interpreter_flags"], *argv])
     return cfg
+
+
+def id_name(number: int, db) -> str:
+    """User or group NUMBER as nsjail should be given it (DB: pwd or grp). nsjail looks every
+    id up by name first, so a number misses the local files and falls through to the next
+    name service (systemd's here: a library loaded, an IPC tried; ~0.3 ms of nsjail's CPU
+    at every jail's start). The local name when it names NUMBER and only it, else NUMBER."""
+    by_id, by_name = (pwd.getpwuid, pwd.getpwnam) if db is pwd else (grp.getgrgid, grp.getgrnam)
+    try:
+        name = by_id(number)[0]  # pw_name, gr_name
+        same = by_name(name)[2] == number  # pw_uid, gr_gid
+    except KeyError:
+        return str(number)
+    return name if same else str(number)
 
 
 def _inf():
