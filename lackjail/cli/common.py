@@ -6,7 +6,7 @@ from typing import NoReturn
 
 import click
 
-from lackjail.jsondata import jsonable
+from lackjail.jsondata import dumps
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -44,7 +44,7 @@ def result_object(status: str, message: str, wall_ms: float = 0.0, **known) -> d
 
 def error_object(message: str) -> str:
     """Bad input as the one JSON object a --json caller parses (the shape of a run's result)."""
-    return json.dumps(jsonable(result_object("invalid", message)), ensure_ascii=False)
+    return dumps(result_object("invalid", message))
 
 
 def read_source(path: str) -> tuple[bytes, str]:
@@ -77,4 +77,4 @@ def parse_params(pairs) -> dict:
 
 
 def emit_json(obj) -> None:
-    click.echo(json.dumps(jsonable(obj), ensure_ascii=False))
+    click.echo(dumps(obj))

@@ -6,10 +6,9 @@ the text report and SARIF alike).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from lackjail.jsondata import jsonable
+from lackjail.jsondata import dumps
 from lackjail.terminal import terminal_safe
 
 PASSING = ("valid", "ok", "ignored")
@@ -127,7 +126,7 @@ def select_rules(program: ProgramReport, select=(), ignore=()) -> ProgramReport:
 
 
 def render_json(report: GateReport) -> str:
-    return json.dumps(jsonable(report.to_dict()), ensure_ascii=False, indent=2) + "\n"
+    return dumps(report.to_dict(), indent=2) + "\n"
 
 
 def _verdict(program: ProgramReport) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from pathlib import Path
 from urllib.parse import quote
 
 from lackjail import __version__ as version
 from lackjail.gate.report import GateReport
+from lackjail.jsondata import dumps
 from lackjail.lang.custom_rules import SHIPPED
 from lackjail.lang.rulebook import RULES
 
@@ -148,4 +148,4 @@ def render_sarif(report: GateReport) -> str:
             }
         ],
     }
-    return json.dumps(log, ensure_ascii=False, indent=2) + "\n"
+    return dumps(log, indent=2) + "\n"

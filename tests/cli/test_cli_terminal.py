@@ -49,8 +49,13 @@ def test_run_output_and_value_are_escaped_for_a_person_and_exact_in_json():
     assert human.returncode == 0, human.stderr
     assert_inert(human.stdout)
     assert "\\x1b[2K" in human.stdout
-    data = json.loads(lackjail("run", "-", "--json", stdin=PRINTS).stdout)
+    raw = lackjail("run", "-", "--json", stdin=PRINTS).stdout
+    data = json.loads(raw)
     assert data["output"] == HOSTILE + "\n" and data["value"] == "v" + HOSTILE
+    # json.dumps escapes only U+0000-U+001F: a C1 CSI (U+009B) or a bidi override reached
+    # the terminal of whoever ran --json (or --stream) there
+    assert_inert(raw)
+    assert_inert(lackjail("run", "-", "--stream", stdin=PRINTS).stdout)
 
 
 def test_run_errors_are_escaped(tmp_path):
@@ -97,3 +102,18 @@ def test_bad_input_messages_are_escaped(tmp_path):
     proc = lackjail("run", str(tmp_path / f"missing{HOSTILE}.lackpy"))
     assert proc.returncode == 2 and "cannot read" in proc.stderr
     assert_inert(proc.stderr)
+    with_json = lackjail("run", str(tmp_path / f"missing{HOSTILE}.lackpy"), "--json")
+    assert (
+        with_json.returncode == 2
+        and "cannot read" in json.loads(with_json.stdout)["errors"][0]["message"]
+    )
+    assert_inert(with_json.stdout)
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_gate_json_reports_escape_hostile_names(tmp_path, fmt):
+    (tmp_path / f"p{HOSTILE[-7:]}.lackpy").write_text("import os\n")
+    proc = lackjail("gate", "--format", fmt, ".", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    json.loads(proc.stdout)
+    assert_inert(proc.stdout)
