@@ -5,8 +5,8 @@ against the tool's signature; lackjail then treats the values as hostile, as
 everywhere: programs are validated before a jail sees them, parameters must be
 plain data, tool calls go through the policy, calls that need approval are
 denied (there is nobody to ask), and `resolve_doc` reads only the docs the
-served kit lists, confined to the workspace. Built on `MCPServer` of the mcp
-2.x SDK (the 1.x `FastMCP`).
+served kit lists, confined to the workspace, under the policy's read rules.
+Built on `MCPServer` of the mcp 2.x SDK (the 1.x `FastMCP`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
 from lackjail.lang.describe import render
 from lackjail.pool import PoolError
 from lackjail.workspace import show
+from lackjail.workspace.protect import Protection
 
 
 def instructions(language: str) -> str:
@@ -172,7 +173,8 @@ def build_server(jail) -> MCPServer:
                 f"refused: {show(path)} is not a doc of kit {kit.name!r}; docs_index lists them"
             )
         try:
-            return _reply({"path": path, "text": resolve_doc(path, workspace)})
+            text = resolve_doc(path, workspace, Protection.from_policy(jail.policy))
+            return _reply({"path": path, "text": text})
         except KitError as exc:
             raise ToolError(f"refused: {exc}") from None
 

@@ -114,14 +114,15 @@ def stat_target(tree: Tree, rel: str, path) -> os.stat_result | None:
     return info
 
 
-def read_beneath(root: str, path, limit: int) -> bytes:
+def read_beneath(root: str, path, limit: int, protection: Protection | None = None) -> bytes:
     """One file of the workspace ROOT read whole, as a tool would read it: confined, as the
-    owner, read rules applied (for kit files and docs the workspace names). ToolCallError."""
+    owner, read rules applied (PROTECTION's, else the defaults; for kit files and docs the
+    workspace names). ToolCallError."""
     tree = Tree(root)
     try:
         with Owner(tree.fd).acting():
             rel = locate(tree, relative(root, path), path)
-            Protection().check_read(rel, path)
+            (protection or Protection()).check_read(rel, path)
             return read_regular(tree, rel, limit, path)[0]
     finally:
         tree.close()

@@ -214,6 +214,30 @@ def test_docs_kits_and_confinement(workspace, require_nsjail):
     session(workspace, "--kit", "project")(body)
 
 
+def test_a_kit_doc_obeys_the_policy_s_read_rules(workspace, require_nsjail):
+    """A workspace kit may list any workspace file as a doc; resolve_doc read docs under the
+    default read rules only, so a file the policy denies (tools.read_deny) was served to the
+    agent that read_file refuses it to."""
+    (workspace / "private").mkdir()
+    (workspace / "private" / "token.md").write_text("PRIVATE-TOKEN-123\n")
+    (workspace / "policy.toml").write_text('name = "mcp"\n[tools]\nread_deny = ["private"]\n')
+    (workspace / ".lackjail" / "kits").mkdir()
+    (workspace / ".lackjail" / "kits" / "project.kit").write_text(
+        "---\nname: project\ndocs: private/token.md\n---\nread_file\n"
+    )
+
+    async def body(client):
+        run = payload(
+            await client.call_tool("run_program", {"program": 'read_file("private/token.md")'})
+        )
+        assert run["status"] == "error" and "tools.read_deny" in run["errors"][0]["message"]
+        doc = await client.call_tool("resolve_doc", {"path": "private/token.md"})
+        assert doc.is_error and "tools.read_deny" in doc.content[0].text
+        assert "PRIVATE-TOKEN" not in doc.content[0].text
+
+    session(workspace, "--kit", "project", "--policy", str(workspace / "policy.toml"))(body)
+
+
 @pytest.mark.parametrize("level", ["lackpy", "extended"])
 def test_instructions_and_spec_describe_the_level_in_force(workspace, level, require_nsjail):
     """What a client is told at `initialize`, and the spec resources, are those of --language."""

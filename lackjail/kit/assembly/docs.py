@@ -9,13 +9,14 @@ from lackjail.workspace.paths import show, workspace_root
 MAX_DOC_BYTES = 1 << 20
 
 
-def resolve_doc(path: str, workspace=None) -> str:
+def resolve_doc(path: str, workspace=None, protection=None) -> str:
     """The text of doc PATH (from `Kit.docs_index()`), confined to the workspace like any tool
-    read.
+    read, under PROTECTION's read rules (a run's policy: `Protection.from_policy`; else the
+    defaults).
     """
     root = workspace_root(workspace)
     try:
-        data = read_beneath(root, path, MAX_DOC_BYTES)
+        data = read_beneath(root, path, MAX_DOC_BYTES, protection)
     except ToolCallError as exc:
         raise KitError(f"cannot read doc {show(path)}: {exc}") from None
     try:
