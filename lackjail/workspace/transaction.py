@@ -278,43 +278,41 @@ class WorkspaceView:
         return sorted(names)
 
     def _walk(self, pattern: PathGlob) -> set[str]:
-        """The files on disk matching PATTERN, walked by descriptor, never via a symlink."""
+        """The files on disk matching PATTERN, never via a symlink. A folder waiting to be walked
+        is kept as its path and opened (beneath the workspace) only when its turn comes: one
+        descriptor at a time, however wide and deep a hostile tree is."""
         found, seen = set(), 0
-        stack = [("", os.open(".", _DIR_READ, dir_fd=self.workspace.tree.fd), pattern.start)]
-        try:
-            while stack:
-                rel_dir, dirfd, states = stack.pop()
-                try:
-                    entries = list(os.scandir(dirfd))
-                except OSError:
-                    entries = []
-                try:
-                    for entry in entries:
-                        seen += 1
-                        if seen > MAX_WALK_ENTRIES:
-                            raise ToolCallError(
-                                f"find_files looked at {MAX_WALK_ENTRIES} entries without "
-                                "finishing; narrow the pattern"
-                            )
-                        if seen % 1024 == 0:
-                            self._check_open()
-                        after = pattern.step(states, entry.name)
-                        if not after:
-                            continue
-                        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                        if entry.is_dir(follow_symlinks=False):
-                            try:
-                                child = os.open(entry.name, _DIR_READ, dir_fd=dirfd)
-                            except OSError:
-                                continue
-                            stack.append((rel, child, after))
-                        elif pattern.is_match(after) and self._is_file(rel, entry):
-                            found.add(rel)
-                finally:
-                    os.close(dirfd)
-        finally:
-            for _, dirfd, _ in stack:
+        stack = [("", pattern.start)]
+        tree = self.workspace.tree
+        while stack:
+            rel_dir, states = stack.pop()
+            try:
+                dirfd = tree.open(rel_dir, _DIR_READ)
+            except OSError:  # gone, unreadable, or a symlink now
+                continue
+            try:
+                entries = list(os.scandir(dirfd))
+            except OSError:
+                entries = []
+            finally:
                 os.close(dirfd)
+            for entry in entries:
+                seen += 1
+                if seen > MAX_WALK_ENTRIES:
+                    raise ToolCallError(
+                        f"find_files looked at {MAX_WALK_ENTRIES} entries without "
+                        "finishing; narrow the pattern"
+                    )
+                if seen % 1024 == 0:
+                    self._check_open()
+                after = pattern.step(states, entry.name)
+                if not after:
+                    continue
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((rel, after))
+                elif pattern.is_match(after) and self._is_file(rel, entry):
+                    found.add(rel)
         return found
 
     def _is_file(self, rel: str, entry) -> bool:
