@@ -1,8 +1,9 @@
 """The gate's findings as JUnit XML: one testcase per program, a failure per failing one.
 
-Program output is hostile text: characters XML 1.0 cannot hold (most control
-characters, lone surrogates) are written as `\\xNN`-style escapes, so the file
-always parses.
+Program output and file names are hostile text: every control or format
+character (those XML 1.0 cannot hold, lone surrogates, and the C1 controls and
+bidi overrides a terminal would act on when the report is printed) is written
+as a `\\xNN`-style escape, so the file always parses and prints inert.
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ import xml.etree.ElementTree as ET
 from lackjail.gate.report import GateReport
 
 SUITE = "lackjail gate"
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_SUSPECT = re.compile("[^\t\n\r\x20-\x7e]")
 
 
 def _xml_text(text) -> str:
-    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], str(text))
+    return _SUSPECT.sub(_escape_unprintable, str(text))
+
+
+def _escape_unprintable(match: re.Match) -> str:
+    char = match.group()
+    return char if char.isprintable() else repr(char)[1:-1]
 
 
 def _failure_text(program) -> str:

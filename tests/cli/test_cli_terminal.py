@@ -110,10 +110,14 @@ def test_bad_input_messages_are_escaped(tmp_path):
     assert_inert(with_json.stdout)
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif"])
-def test_gate_json_reports_escape_hostile_names(tmp_path, fmt):
+@pytest.mark.parametrize("fmt", ["json", "sarif", "junit"])
+def test_gate_reports_escape_hostile_names(tmp_path, fmt):
+    """JSON escaped only U+0000-U+001F and JUnit only what XML 1.0 cannot hold: a C1 CSI or a
+    bidi override in a file name or output reached the terminal the report was printed on."""
+    import xml.etree.ElementTree as ET
+
     (tmp_path / f"p{HOSTILE[-7:]}.lackpy").write_text("import os\n")
     proc = lackjail("gate", "--format", fmt, ".", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    json.loads(proc.stdout)
+    json.loads(proc.stdout) if fmt != "junit" else ET.fromstring(proc.stdout.encode())
     assert_inert(proc.stdout)
