@@ -8,6 +8,7 @@ and says what would fit, so a typo never silently weakens a limit.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -93,6 +94,13 @@ _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
 _TOP = {"name": str, "isolation": str, "language": str}
 
 
+def positive_number(value) -> bool:
+    """A finite number > 0, not a bool (TOML's nan and inf are floats too; nan passes `<= 0`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value > 0
+
+
 def _check_value(key: str, value, default):
     """Coerce VALUE to the type of DEFAULT or raise a PolicyError naming KEY."""
     if isinstance(default, bool):
@@ -106,7 +114,7 @@ def _check_value(key: str, value, default):
             raise PolicyError(f"policy key '{key}' must be >= 0, not {value}")
         return value
     if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if not positive_number(value):
             raise PolicyError(
                 f"policy key '{key}' must be a positive number of seconds, not {value!r}"
             )
@@ -126,10 +134,7 @@ def _check_value(key: str, value, default):
             )
         return tuple(value)
     if isinstance(default, dict):
-        if not isinstance(value, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-            for v in value.values()
-        ):
+        if not isinstance(value, dict) or not all(positive_number(v) for v in value.values()):
             raise PolicyError(
                 f"policy key '{key}' must map tool names to positive seconds, "
                 "e.g. { find_files = 30 }"

@@ -70,10 +70,14 @@ def workspace_defaults(root) -> Defaults:
 def tighten(policy, bounds: dict, source: str):
     """POLICY with each limit in BOUNDS lowered to it; a bound above the policy's value is a
     ConfigError naming SOURCE (a flag or a workspace config can tighten, never loosen)."""
+    from lackjail.policy import positive_number
+
     limits = policy.limits
     changes = {}
     for key, value in bounds.items():
         current = getattr(limits, key)
+        if not positive_number(value):
+            raise ConfigError(f"{source} asks for {key} = {value}; a limit is a positive number")
         if value > current:
             raise ConfigError(
                 f"{source} asks for {key} = {value}, above policy '{policy.name}'s {current}; "
@@ -151,7 +155,7 @@ def _defaults_table(data: dict, path: Path, allowed: tuple) -> dict:
 
 
 def _limits_table(data: dict, path: Path) -> dict:
-    from lackjail.policy import Limits
+    from lackjail.policy import Limits, positive_number
 
     table = data.get("limits", {})
     if not isinstance(table, dict):
@@ -160,6 +164,6 @@ def _limits_table(data: dict, path: Path) -> dict:
     if problem:
         raise ConfigError(f"{path}: {problem}")
     for key, value in table.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if not positive_number(value):  # nan passed `> limit` and `<= 0` alike
             raise ConfigError(f"{path}: 'limits.{key}' must be a positive number")
     return dict(table)

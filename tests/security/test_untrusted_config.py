@@ -244,3 +244,37 @@ def test_the_workspace_config_is_read_beneath_the_workspace(tmp_path):
     (ws / ".lackjail" / "config.toml").symlink_to("fifo.toml")
     with pytest.raises(ConfigError, match="not a regular file"):
         workspace_defaults(ws)  # a FIFO never blocks
+
+
+@pytest.mark.parametrize("line", ["wall_s = nan", "cpu_s = nan", "wall_s = inf"])
+def test_a_workspace_limit_that_is_not_a_number_is_a_clear_error(ws, monkeypatch, line):
+    """`[limits] wall_s = nan` passed both checks (nan > limit and nan <= 0 are false): every
+    run of the workspace then died with 'internal error: ValueError' (and a NaN wall clock
+    is no limit at all). A workspace limit must be a finite positive number."""
+    from click.testing import CliRunner
+
+    from lackjail.cli import cli
+
+    (ws / ".lackjail" / "config.toml").write_text(f"[limits]\n{line}\n")
+    (ws / "p.lackpy").write_text("1 + 1\n")
+    monkeypatch.chdir(ws)
+    result = CliRunner().invoke(cli, ["check", "p.lackpy"])
+    assert result.exit_code == 2, result.output
+    assert f"'limits.{line.split()[0]}' must be a positive number" in result.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_limit_flags_and_policies_refuse_what_is_not_a_number(ws, monkeypatch, value):
+    from click.testing import CliRunner
+
+    from lackjail.cli import cli
+    from lackjail.policy import PolicyError, policy_from_dict
+
+    (ws / "p.lackpy").write_text("1 + 1\n")
+    monkeypatch.chdir(ws)
+    result = CliRunner().invoke(cli, ["check", "p.lackpy", "--timeout", value])
+    assert result.exit_code == 2 and "internal error" not in result.output, result.output
+    with pytest.raises(PolicyError, match="limits.wall_s"):
+        policy_from_dict({"limits": {"wall_s": float(value)}})
+    with pytest.raises(PolicyError, match="tools.timeouts"):
+        policy_from_dict({"tools": {"timeouts": {"read_file": float(value)}}})
