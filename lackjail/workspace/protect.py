@@ -24,8 +24,10 @@ DEFAULT_WRITE_DENY = (
     ".github/workflows", ".github/actions", ".gitlab-ci.yml", ".circleci", ".travis.yml",
     ".buildkite", ".drone.yml", "azure-pipelines.yml", "Jenkinsfile",
     ".husky", ".githooks", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml",
-    # environment loaders
-    ".envrc", ".env", ".direnv",
+    # environment loaders, and tool configs that name a program to run (yarnPath,
+    # npm's node-options and script-shell, cargo's runner and rustc-wrapper, mise's hooks)
+    ".envrc", ".env", ".direnv", ".yarnrc.yml", ".npmrc", ".cargo/config.toml", ".cargo/config",
+    ".mise.toml", "mise.toml", ".config/mise",
     # editor task and launch files
     ".vscode/tasks.json", ".vscode/launch.json", ".vscode/settings.json", ".idea",
     # virtualenvs and interpreters' trees, start-up hooks

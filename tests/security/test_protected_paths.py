@@ -52,6 +52,11 @@ WRITES = [
     (".lackjail/kits/readonly.kit", ".lackjail"),
     (".lackjail/config.toml", ".lackjail"),
     ("sitecustomize.py", "sitecustomize.py"),
+    # configs that name a program the next yarn, npm, cargo or cd runs
+    (".yarnrc.yml", ".yarnrc.yml"),
+    (".npmrc", ".npmrc"),
+    ("crates/x/.cargo/config.toml", ".cargo/config.toml"),
+    ("mise.toml", "mise.toml"),
     # a workspace that is (or holds) a home folder: run from ~, a program planted these
     (".ssh/authorized_keys", ".ssh"),
     (".bashrc", ".bashrc"),
