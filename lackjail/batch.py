@@ -132,7 +132,7 @@ def read_done(path: str) -> dict:
 def _result_line(line: bytes):
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) and "id" in obj else None
 
@@ -188,10 +188,19 @@ def invalid_result(message: str) -> dict:
     }
 
 
-def parse_line(raw: bytes, number: int, kit: str | None, policy: str, name: str = "<input>"):
+def parse_line(
+    raw: bytes,
+    number: int,
+    kit: str | None,
+    policy: str,
+    name: str = "<input>",
+    pinned: frozenset = frozenset(),
+):
     """A Job, or (id, message) for a line that cannot run. The id may be derived (`line:N`).
 
-    Messages start `NAME:LINE:` (and `COL:` where one is known), 1-based.
+    PINNED holds "kit" and/or "policy" where the operator chose one for every line: a
+    line naming another cannot run (whoever writes the lines cannot loosen their own
+    sandbox). Messages start `NAME:LINE:` (and `COL:` where one is known), 1-based.
     """
     derived = f"line:{number}"
     at = f"{name}:{number}"
@@ -206,6 +215,8 @@ def parse_line(raw: bytes, number: int, kit: str | None, policy: str, name: str 
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         return derived, f"{at}:{exc.colno}: not JSON: {exc.msg}"
+    except RecursionError:
+        return derived, f"{at}: not JSON this program reads: nested too deeply"
     if not isinstance(obj, dict):
         return derived, f"{at}: a JSON object is needed, not {type(obj).__name__}"
     ident = obj.get("id")
@@ -237,6 +248,13 @@ def parse_line(raw: bytes, number: int, kit: str | None, policy: str, name: str 
         if value and ("/" in value or os.sep in value or value.endswith(suffix)):
             # the input chooses among named kits and policies; files only by --kit/--policy
             return ident, f"{at}: '{key}' must be a name, not a path (pass a file with --{key})"
+    for key, chosen in (("kit", kit), ("policy", policy)):
+        if key in pinned and obj.get(key) and obj[key] != chosen:
+            return ident, (
+                f"{at}: the line asks for {key} {obj[key]!r}, but this batch runs every line "
+                f"with --{key} {chosen!r} (drop the line's '{key}', or leave --{key} out to "
+                "let the lines choose)"
+            )
     return Job(number, ident, program, params, obj.get("kit") or kit, obj.get("policy") or policy)
 
 
@@ -279,13 +297,14 @@ def run_batch(
     *,
     kit: str | None = None,
     policy: str = "default",
+    pinned: frozenset = frozenset(),
     progress=None,
 ) -> Summary:
     """Run every input line not yet in the output; return the Summary.
 
     OPEN_RUNNER(kit, policy) gives a context manager with `as_completed(jobs)`
     (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
-    GroupError. PROGRESS(total) gives a callable advanced once per result.
+    GroupError. PINNED: see parse_line. PROGRESS(total) gives a callable advanced once per result.
     On KeyboardInterrupt the summary says so; every result received is written.
 
     Nothing is written until a runner has started (or none is needed): the
@@ -304,7 +323,7 @@ def run_batch(
     summary = Summary()
     started = time.perf_counter()
     try:
-        groups, invalid = _plan(input_path, done, kit, policy, summary)
+        groups, invalid = _plan(input_path, done, kit, policy, pinned, summary)
         advance = (
             progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
         )
@@ -343,13 +362,13 @@ def run_batch(
     return summary
 
 
-def _plan(input_path, done, kit, policy, summary):
+def _plan(input_path, done, kit, policy, pinned, summary):
     """One pass over the input: the malformed lines' results, and each group's line offsets."""
     groups: dict[tuple, list] = {}
     invalid: list = []
     seen: dict[str, int] = {}
     for number, offset, raw in _lines(input_path):
-        parsed = parse_line(raw, number, kit, policy, input_path)
+        parsed = parse_line(raw, number, kit, policy, input_path, pinned)
         ident = parsed.id if isinstance(parsed, Job) else parsed[0]
         first = seen.get(_key(ident))
         if first is not None:

@@ -19,9 +19,12 @@ from lackjail.policy import MAX_WORKERS
     metavar="RESULTS.jsonl",
     help="Results, one JSON line per id; appended to, so a rerun resumes.",
 )
-@click.option("--kit", help="Kit for lines that name none.")
+@click.option("--kit", help="Kit for every line; without it, for lines that name none.")
 @click.option(
-    "--policy", default="default", show_default=True, help="Policy for lines that name none."
+    "--policy",
+    default="default",
+    show_default=True,
+    help="Policy for every line when given; without it, for lines that name none.",
 )
 @click.option(
     "--workspace",
@@ -58,7 +61,8 @@ def batch(
 ):
     """Run every program of INPUT.jsonl; write one result line per id to RESULTS.jsonl.
 
-    Each input line: {"id", "program", "params"?, "kit"?, "policy"?}. Ids already
+    Each input line: {"id", "program", "params"?, "kit"?, "policy"?}; a line
+    may name its kit or policy only where --kit or --policy is not given. Ids already
     in RESULTS.jsonl are skipped, so a rerun finishes an interrupted batch. A
     line that cannot run gets an `invalid` result (lines without a usable id
     are reported as `line:N`). Exit 0 when every program ran ok, 1 when some
@@ -88,6 +92,7 @@ def batch(
             open_runner,
             kit=kit,
             policy=policy,
+            pinned=_given(click.get_current_context(), "kit", "policy"),
             progress=bar,
         )
     except b.BatchInputError as exc:
@@ -102,6 +107,12 @@ def batch(
         click.echo(f"rerun the same command to finish: {output_path} is kept", err=True)
         leave(EXIT_INTERRUPTED)
     leave(EXIT_FAILED if summary.failed else EXIT_OK)
+
+
+def _given(ctx, *names) -> frozenset:
+    """The NAMES of options the user set (command line or environment), not left at defaults."""
+    unset = (None, click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    return frozenset(n for n in names if ctx.get_parameter_source(n) not in unset)
 
 
 def _check_defaults(kit, policy, workspace):

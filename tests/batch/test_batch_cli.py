@@ -213,3 +213,25 @@ def test_ray_missing_is_a_clear_error(tmp_path):
     )
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'lackjail[ray]'" in proc.stderr
+
+
+def test_kit_and_policy_given_on_the_command_line_hold_for_every_line(tmp_path):
+    write_input(
+        tmp_path,
+        [
+            {"id": "plain", "program": "1"},
+            {"id": "loosen", "program": "write_file('o.txt', 'x')", "kit": "files"},
+            {"id": "policy", "program": "1", "policy": "default"},
+        ],
+    )
+    code, err = batch(tmp_path, "--kit", "readonly", "--policy", "strict")
+    assert code == 1, err
+    got = results(tmp_path)
+    assert got["plain"]["status"] == "ok"
+    assert "runs every line with --kit 'readonly'" in got["loosen"]["errors"][0]["message"]
+    assert "runs every line with --policy 'strict'" in got["policy"]["errors"][0]["message"]
+    assert not (tmp_path / "o.txt").exists()
+    (tmp_path / "out.jsonl").unlink()
+    code, err = batch(tmp_path)  # no --kit, no --policy: the lines choose
+    assert code == 0, err
+    assert (tmp_path / "o.txt").read_text() == "x"

@@ -54,3 +54,34 @@ def test_read_done_refuses_a_file_that_is_not_results(tmp_path):
     path.write_bytes(b'{"id": 1, "status": "ok"}\n[]\n')
     with pytest.raises(BatchInputError, match=r"out.jsonl:2: not a result line"):
         read_done(str(path))
+
+
+def test_a_line_nested_too_deeply_is_its_own_bad_line():
+    deep = b'{"id": 1, "program": "1", "params": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    ident, message = parse_line(deep, 5, None, "default", "f")
+    assert ident == "line:5" and message == "f:5: not JSON this program reads: nested too deeply"
+
+
+def test_a_result_line_nested_too_deeply_is_no_result_line(tmp_path):
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"id": 1, "status": "ok"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    with pytest.raises(BatchInputError, match=r"out.jsonl:2: not a result line"):
+        read_done(str(path))
+
+
+@pytest.mark.parametrize("key, pinned_value", [("kit", "readonly"), ("policy", "strict")])
+def test_a_pinned_kit_or_policy_cannot_be_chosen_by_a_line(key, pinned_value):
+    kit, policy = ("readonly", "default") if key == "kit" else (None, "strict")
+    loose = {"kit": "files", "policy": "default"}[key]
+    line = f'{{"id": "x", "program": "1", "{key}": "{loose}"}}'.encode()
+    ident, message = parse_line(line, 2, kit, policy, "f", frozenset({key}))
+    assert ident == "x"
+    assert message == (
+        f"f:2: the line asks for {key} {loose!r}, but this batch runs every line with "
+        f"--{key} {pinned_value!r} (drop the line's '{key}', or leave --{key} out to let "
+        "the lines choose)"
+    )
+    same = f'{{"id": "x", "program": "1", "{key}": "{pinned_value}"}}'.encode()
+    assert isinstance(parse_line(same, 2, kit, policy, "f", frozenset({key})), Job)
+    chosen = parse_line(line, 2, kit, policy, "f")  # not pinned: the line chooses
+    assert getattr(chosen, key) == loose
