@@ -30,6 +30,7 @@ from lackjail import protocol
 
 CTRL_FRAMES = ("spawned", "done", "pong")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
+CMSG_SPACE = socket.CMSG_SPACE(MAX_PENDING_FDS * 4)
 # A pipe's whole buffer: a bigger read returns no more, and costs a bigger allocation per read
 # (os.read(fd, 1 << 20) of a 60-byte result: ~17 us, against ~1 us for 1 << 16).
 READ_SIZE = 1 << 16
@@ -135,20 +136,15 @@ class JailProcess:
                 raise JailDied(f"the control socket failed: {exc}") from None
 
     def pump_ctrl(self) -> list[dict]:
-        """Read the control socket until it is empty: register spawned children, note
-        their ends and pongs; returns the frames read. JailDied at end of file."""
-        frames: list[dict] = []
-        while self._pump_ctrl_once(frames):
-            pass
-        return frames
-
-    def _pump_ctrl_once(self, out: list) -> bool:
+        """Read the control socket once (a poll found it readable): register spawned
+        children, note their ends and pongs; returns the frames read, [] when nothing was
+        there. A read ends at a message that carries descriptors; what follows, the next
+        poll shows. Reading on until the socket was empty cost a failing recvmsg per report
+        (~20-40 us of a fresh run). JailDied at end of file."""
         try:
-            data, anc, flags, _ = self.ctrl.recvmsg(
-                1 << 16, socket.CMSG_SPACE(MAX_PENDING_FDS * 4), socket.MSG_CMSG_CLOEXEC
-            )
+            data, anc, flags, _ = self.ctrl.recvmsg(1 << 16, CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
         except BlockingIOError:
-            return False
+            return []
         except OSError as exc:
             raise JailDied(f"the control socket failed: {exc}") from None
         for level, kind, payload in anc:
@@ -173,8 +169,7 @@ class JailProcess:
                     child.done = frame
             elif kind == "pong" and frame["id"] == self.ping_token:
                 self.ping_token = None
-        out.extend(frames)
-        return True
+        return frames
 
     def _adopt(self, gen: int) -> None:
         if len(self._fds) < 2:

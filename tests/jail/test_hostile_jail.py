@@ -309,3 +309,29 @@ def test_the_supervisor_reads_idle_jails_only_once_the_pool_is_quiet(tmp_path, m
             time.sleep(0.01)
     finally:
         pool.close()
+
+
+def test_one_control_read_per_poll_stops_at_the_next_descriptors(tmp_path):
+    """`pump_ctrl` reads once, as a poll found the socket readable: a read ends at a message
+    that carries descriptors, and the next `spawned` waits for the next read (no read is
+    made on the chance that more is there); the children are all adopted in the end."""
+    import array
+    import fcntl
+    import termios
+    import time
+
+    spawned = protocol.encode(protocol.make_spawned(1))
+    steps = [["spawn", 1], ["spawn", 2], ["ready", 1], ["ready", 2]]
+    with fake_jail(tmp_path, steps) as jail:
+        waiting = array.array("i", [0])
+        deadline = time.monotonic() + 30
+        while waiting[0] < 2 * len(spawned):  # both `spawned` frames are in the socket
+            assert time.monotonic() < deadline, "the fake zygote never sent both"
+            fcntl.ioctl(jail.ctrl.fileno(), termios.FIONREAD, waiting)
+            time.sleep(0.01)
+        assert [f["gen"] for f in jail.pump_ctrl()] == [1]
+        assert list(jail.children) == [1]
+        assert [f["gen"] for f in jail.pump_ctrl()] == [2]
+        assert jail.pump_ctrl() == []
+        assert jail.wait_ready_child(time.monotonic() + 30).gen == 1
+        assert jail.ready_count() == 2

@@ -133,19 +133,34 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
     assert not left, describe(left)
 
 
-def test_a_jail_that_dies_while_starting_is_replaced(require_nsjail):
+def test_a_jail_that_dies_while_starting_is_replaced(require_nsjail, monkeypatch):
     """A replacement jail killed before it is ready must itself be replaced: the pool returns to N
-    on its own, not only when a later run happens to find no idle jail."""
+    on its own, not only when a later run happens to find no idle jail. The replacement is
+    killed right after it is spawned (racing it from outside missed the window once jails
+    started in ~30 ms)."""
+    from lackjail.pool import pool as pool_module
+
+    class KilledAtStart(pool_module.JailProcess):
+        armed = 0  # jails still to kill as soon as they are spawned
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if KilledAtStart.armed:
+                KilledAtStart.armed -= 1
+                os.killpg(self.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(pool_module, "JailProcess", KilledAtStart)
     before = descendants()
     with Jail(workers=2) as jail:
         assert jail.pool.wait_full(30)
-        survivors = {ns for ns, _, _ in jail_processes(jail)}
-        ns, zygote, _ = jail_processes(jail)[0]
-        survivors.discard(ns)
+        _, zygote, _ = jail_processes(jail)[0]
+        KilledAtStart.armed = 1
         os.kill(zygote, signal.SIGKILL)
         assert jail.pool.ping_idle() == 1  # retires the dead jail and starts a replacement
-        killed = _kill_jails_while_starting(jail, survivors, count=1)
-        assert killed == 1, "could not catch the replacement jail while it was starting"
+        deadline = time.monotonic() + 30
+        while KilledAtStart.armed:
+            assert time.monotonic() < deadline, "no replacement jail was started"
+            time.sleep(0.01)
         assert jail.pool.wait_full(15), (
             f"the pool stayed at {len(jail.pool.pids())} of 2 jails after starts failed"
         )
@@ -167,24 +182,6 @@ def test_a_jail_that_died_while_idle_is_not_lent_to_a_run(require_nsjail):
         assert [(r.status, r.value) for r in results] == [("ok", 0), ("ok", 5), ("ok", 10)], results
         _assert_serves(jail, 2)
     assert not wait_no_leftovers(before)
-
-
-def _kill_jails_while_starting(jail, keep: set[int], count: int, timeout: float = 20.0) -> int:
-    """SIGKILL COUNT jails (not in KEEP) whose zygote has not yet forked its first child."""
-    killed, seen = 0, set()
-    deadline = time.monotonic() + timeout
-    while killed < count and time.monotonic() < deadline:
-        for ns, _zygote, children in jail_processes(jail):
-            if ns in keep or ns in seen or children:
-                continue
-            seen.add(ns)
-            try:
-                os.killpg(ns, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-        time.sleep(0.001)
-    return killed
 
 
 def test_stalled_child_ends_in_a_wall_clock_timeout(require_nsjail):
