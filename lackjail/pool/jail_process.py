@@ -23,6 +23,7 @@ import select
 import signal
 import socket
 import stat
+import subprocess
 import tempfile
 import time
 
@@ -100,21 +101,25 @@ class JailProcess:
         self._fds: list[int] = []
         self._buf = protocol.FrameBuffer()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        actions = [
-            (os.POSIX_SPAWN_DUP2, theirs.fileno(), 0),
-            (os.POSIX_SPAWN_DUP2, theirs.fileno(), 1),
-            (os.POSIX_SPAWN_DUP2, self._log.fileno(), 2),
-        ]
         try:
-            self.pid = os.posix_spawn(
-                launcher.argv[0], launcher.argv, launcher.env, file_actions=actions, setsid=True
+            # subprocess, not os.posix_spawn: both vfork, but only subprocess lets go of the
+            # GIL until the exec, so a start under load does not stall every other thread
+            # (the first run's caller among them) for the ~0.2-12 ms it takes (gh-104372)
+            self._proc = subprocess.Popen(
+                launcher.argv,
+                stdin=theirs.fileno(),
+                stdout=theirs.fileno(),
+                stderr=self._log.fileno(),
+                env=launcher.env,
+                start_new_session=True,
             )
-        except OSError:
+        except (OSError, subprocess.SubprocessError):
             ours.close()
             self._log.close()
             raise
         finally:
             theirs.close()
+        self.pid = self._proc.pid
         self.ctrl = ours
         self.ctrl.setblocking(False)
         self.pidfd = os.pidfd_open(self.pid)
@@ -293,10 +298,7 @@ class JailProcess:
         self.alive = False
         if not self._reaped:
             self.signal_kill()
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            self._proc.wait()  # the Popen reaps, so it never reaps behind our back
             self._reaped = True
         self.close()
 
