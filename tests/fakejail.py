@@ -30,6 +30,15 @@ def fake_jail(tmp_path, steps, max_frame: int = protocol.MAX_FRAME):
         jail.kill()
 
 
+def fake_zygotes(monkeypatch, script: Path) -> None:
+    """Every jail a Pool starts from now on is a fake zygote playing SCRIPT: a steps file,
+    or a folder of them (`1.json`, `2.json`, ...: one per jail, in the order started)."""
+    from lackjail.pool import isolation
+
+    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
+    monkeypatch.setattr(isolation, "nsjail_launcher", lambda args: Launcher("nsjail", argv, {}))
+
+
 def run_on(
     jail, request=None, *, tool_handler=None, tools=(), wall_s=1.0, runs_per_child=1, on_output=None
 ):

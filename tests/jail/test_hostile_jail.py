@@ -146,23 +146,19 @@ def test_garbage_from_an_idle_jail_retires_it_and_the_supervisor_goes_on(
     """The supervisor reads idle jails (their spares' reports): a jail that writes garbage
     while idle is retired, and the supervisor thread survives to replace it."""
     import json
-    import sys
     import time
 
-    from fakejail import FAKE, ROOT
+    from fakejail import fake_zygotes
 
     from lackjail.policy import load_policy
-    from lackjail.pool import Pool, isolation
+    from lackjail.pool import Pool
 
     garbage = BAD_FRAMES["garbage"]
     steps = [["spawn", 1], ["ready", 1], ["spawn", 2], ["sleep", 0.1]]
     steps += [["ctrl", garbage]] if where == "ctrl" else [["write", [2, garbage]]]
     script = tmp_path / "steps.json"
     script.write_text(json.dumps(steps))
-    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
-    monkeypatch.setattr(
-        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
-    )
+    fake_zygotes(monkeypatch, script)
     pool = Pool(load_policy("default"), workers=1, isolation_level="nsjail")
     try:
         (first,) = pool.pids()
@@ -183,21 +179,17 @@ def test_a_jail_that_ends_while_a_run_waits_for_its_child_is_replaced_not_the_ru
     the pool retires it and the run is served by another (here its replacement), instead
     of failing as `killed`."""
     import json
-    import sys
 
-    from fakejail import FAKE, ROOT
+    from fakejail import fake_zygotes
 
     from lackjail.policy import load_policy
-    from lackjail.pool import Pool, Request, isolation
+    from lackjail.pool import Pool, Request
 
     steps = [["spawn", 1], ["ready", 1], ["read_run", 1], ["result", 1], ["sleep", 0.3]]
     steps += [["exit", 0]]  # no second child: the next run waits, then the jail ends
     script = tmp_path / "steps.json"
     script.write_text(json.dumps(steps))
-    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
-    monkeypatch.setattr(
-        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
-    )
+    fake_zygotes(monkeypatch, script)
     pool = Pool(load_policy("default"), workers=1, isolation_level="nsjail")
     try:
         (first_pid,) = pool.pids()
@@ -221,12 +213,11 @@ def test_a_run_is_lent_the_jail_whose_spare_is_ready_not_the_one_still_without(
     import dataclasses
     import json
     import select
-    import sys
 
-    from fakejail import FAKE, ROOT
+    from fakejail import fake_zygotes
 
     from lackjail.policy import load_policy
-    from lackjail.pool import Pool, Request, isolation
+    from lackjail.pool import Pool, Request
     from lackjail.pool import pool as pool_module
 
     scripts = tmp_path / "scripts"
@@ -236,10 +227,7 @@ def test_a_run_is_lent_the_jail_whose_spare_is_ready_not_the_one_still_without(
     (scripts / "1.json").write_text(json.dumps(one))
     two = [["spawn_ready", 2], ["read_run", 2], ["result", 2]]
     (scripts / "2.json").write_text(json.dumps(one + two))
-    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(scripts)]
-    monkeypatch.setattr(
-        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
-    )
+    fake_zygotes(monkeypatch, scripts)
     monkeypatch.setattr(pool_module, "SETTLE_S", 3600.0)  # the supervisor reads no idle jail
     monkeypatch.setattr(pool_module, "PING_EVERY_S", 3600.0)  # the fake answers no ping
     policy = load_policy("default")
@@ -272,23 +260,19 @@ def test_the_supervisor_reads_idle_jails_only_once_the_pool_is_quiet(tmp_path, m
     the spares adopted."""
     import json
     import select
-    import sys
     import time
 
-    from fakejail import FAKE, ROOT
+    from fakejail import fake_zygotes
 
     from lackjail.policy import load_policy
-    from lackjail.pool import Pool, isolation
+    from lackjail.pool import Pool
     from lackjail.pool import pool as pool_module
 
     go = tmp_path / "go"
     steps = [["spawn", 1], ["ready", 1], ["wait_file", str(go)], ["spawn_ready", 2]]
     script = tmp_path / "steps.json"
     script.write_text(json.dumps(steps))
-    argv = [sys.executable, "-I", str(FAKE), str(ROOT), str(script)]
-    monkeypatch.setattr(
-        isolation, "nsjail_launcher", lambda args: isolation.Launcher("nsjail", argv, {})
-    )
+    fake_zygotes(monkeypatch, script)
     monkeypatch.setattr(pool_module, "PING_EVERY_S", 3600.0)  # the fake answers no ping
     pool = Pool(load_policy("default"), workers=2, isolation_level="nsjail")
     try:

@@ -23,6 +23,18 @@ from lackjail.errors import CommitError
 pytestmark = pytest.mark.usefixtures("private_state")
 
 
+# The head of the scripts below: a Workspace and budgets that never stop a read or write.
+WORKSPACE = """from lackjail.workspace import Workspace
+
+class Budget:
+    max_read = 1 << 30
+    def read_allowance(self): return 1 << 30
+    def charge_read(self, n): pass
+    def check_write(self, n): pass
+    def charge_write(self, n): pass
+"""
+
+
 @pytest.fixture
 def user():
     found = ordinary_user()
@@ -195,15 +207,7 @@ def test_root_s_supplementary_groups_do_not_lend_access(users_ws, tmp_path):
     code = f"""
 import os
 os.setgroups([0, 4])
-from lackjail.workspace import Workspace
-
-class Budget:
-    max_read = 1 << 30
-    def read_allowance(self): return 1 << 30
-    def charge_read(self, n): pass
-    def check_write(self, n): pass
-    def charge_write(self, n): pass
-
+{WORKSPACE}
 ws = Workspace({str(users_ws)!r})
 view = ws.view(Budget(), writable=True)
 try:
@@ -233,15 +237,7 @@ def test_the_same_rules_hold_run_as_an_ordinary_user(users_ws, user, reachable):
     os.chown(state, user.pw_uid, user.pw_gid)
     code = f"""
 import os
-from lackjail.workspace import Workspace
-
-class Budget:  # the run's budgets do not matter here
-    max_read = 1 << 30
-    def read_allowance(self): return 1 << 30
-    def charge_read(self, n): pass
-    def check_write(self, n): pass
-    def charge_write(self, n): pass
-
+{WORKSPACE}
 ws = Workspace({str(users_ws)!r})
 view = ws.view(Budget(), writable=True)
 try:
