@@ -108,7 +108,13 @@ class Jail:
         self._jail_tools = (
             {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
         )
-        self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
+        self.pool = Pool(
+            self.policy,
+            workers=workers,
+            mode=mode,
+            isolation_level=isolation,
+            python_level=self.checker.language == "python",
+        )
 
     @property
     def isolation(self) -> str:

@@ -60,10 +60,16 @@ class Launcher:
 
 
 def zygote_config(
-    limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
+    limits,
+    mode: str,
+    runs_per_child: int,
+    spares: int = 2,
+    seccomp: bool = True,
+    python_level: bool = False,
 ) -> str:
     """The zygote's settings as a Python dict literal of constants (zygote.read_config),
-    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off)."""
+    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off).
+    PYTHON_LEVEL: the zygote imports the python level's modules before its first fork."""
     return repr(
         {
             "memory_mb": limits.memory_mb,
@@ -72,6 +78,7 @@ def zygote_config(
             "value_bytes": limits.value_bytes,
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
             "spares": spares,
+            "python": python_level,
             "seccomp": seccomp,
             "bpf": child_filter() if seccomp else b"",
         }

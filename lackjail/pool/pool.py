@@ -46,6 +46,7 @@ class Pool:
         workers: int | None = None,
         mode: str | None = None,
         isolation_level: str | None = None,
+        python_level: bool = False,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
             raise ValueError(
@@ -53,6 +54,7 @@ class Pool:
                 f"pool.workers), not {workers}"
             )
         self.policy = policy
+        self.python_level = python_level  # its zygotes import the python level's modules
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
@@ -95,7 +97,11 @@ class Pool:
         """Start the first jail and wait for it: nsjail when it works; the seccomp
         fallback only when the demanded level allows it. Sets the launcher."""
         args = isolation.zygote_config(
-            self.limits, self.mode, self.policy.pool.recycle_after, self.policy.pool.spares
+            self.limits,
+            self.mode,
+            self.policy.pool.recycle_after,
+            self.policy.pool.spares,
+            python_level=self.python_level,
         )
         why = ""
         if demanded in ("nsjail", "any"):

@@ -116,6 +116,7 @@ class Run:
             and child.runs < self.runs_per_child
             and protocol.keeps_child(outcome.status)
             and self.verdict is None
+            and self.request.language != "python"  # its classes and modules can keep state
         )
         if keep:
             child.ready = True
