@@ -6,6 +6,8 @@ both read these tables, so the language is defined in exactly one place.
 
 import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 
+from .facades import FACADES
+
 # The language levels, strictest first; `lackpy` is the default and exactly the
 # seed's grammar; `extended` adds what models write (see EXTENDED_NODES); `python`
 # adds classes, imports of the curated standard library and the rest of PYTHON_NODES.
@@ -107,18 +109,53 @@ EXCEPTION_NAMES = (
     "ToolError",
 )
 
-# What the python level adds to them (a program's own classes and a facade's
-# exceptions are named too: `except json.JSONDecodeError`, `except MyError`).
+# What the python level adds to them: every other Exception class of the builtins
+# (a program's own classes and a facade's are named too: `except json.JSONDecodeError`).
 PYTHON_EXCEPTION_NAMES = (
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
     "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "ExceptionGroup",
+    "FileExistsError",
     "FileNotFoundError",
     "FloatingPointError",
+    "FutureWarning",
+    "IOError",
     "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "MemoryError",
     "ModuleNotFoundError",
+    "NotADirectoryError",
     "OSError",
+    "PendingDeprecationWarning",
     "PermissionError",
+    "ProcessLookupError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeWarning",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "TabError",
     "TimeoutError",
     "UnboundLocalError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "Warning",
 )
 
 # Operators the lackpy level allows, with their spelling for messages and the spec.
@@ -442,7 +479,7 @@ class Level:
         "forbidden_names",
     )
 
-    def __init__(self, name, builtins, binary, unary, exceptions=()):
+    def __init__(self, name, builtins, binary, unary, exceptions=(), importable=()):
         self.name = name
         self.builtins = builtins
         self.exceptions = exceptions
@@ -452,7 +489,8 @@ class Level:
             for op, text in FORBIDDEN_OPERATORS.items()
             if op not in binary and op not in unary
         }
-        self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins)
+        # a name a facade exports may be imported (`from functools import reduce`)
+        self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins) - frozenset(importable)
 
 
 LEVELS = {
@@ -470,5 +508,6 @@ LEVELS = {
         {**BINARY_OPERATORS, **EXTENDED_BINARY_OPERATORS, ast.MatMult: "@"},
         {**UNARY_OPERATORS, **EXTENDED_UNARY_OPERATORS},
         EXCEPTION_NAMES + PYTHON_EXCEPTION_NAMES,
+        frozenset(name for names in FACADES.values() for name in names),
     ),
 }
