@@ -145,7 +145,8 @@ def _tool_names(kit, workspace) -> tuple:
 
 @functools.cache
 def bundled_hints() -> dict:
-    """Tool name -> "pass --kit K (tool is in it)", K the smallest bundled kit that has it."""
+    """Tool name -> "the bundled kit 'K' has it", K the smallest bundled kit that has it: words
+    for every front end (a command line, the library, an MCP client), naming no flag."""
     from lackjail.kit import KitError, resolve_kit
     from lackjail.kit.assembly.kitfile import BUNDLED_DIR
 
@@ -158,7 +159,7 @@ def bundled_hints() -> dict:
     hints = {}
     for name, names in sorted(kits, key=lambda kit: len(kit[1])):
         for tool in names:
-            hints.setdefault(tool, f"pass --kit {name} ({tool} is in it)")
+            hints.setdefault(tool, f"the bundled kit {name!r} has it")
     return hints
 
 

@@ -256,7 +256,7 @@ class _Walker:
         message = f"{what} is not allowed in {self.names.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or pass --language extended" if instead else None
+            instead = f"{instead}, or use the language level 'extended'" if instead else None
         if instead:
             message += f": {instead}"
         self.error(
@@ -688,7 +688,7 @@ class _Walker:
         self.error(
             "lambda-position",
             "lambda is only allowed as the key= argument of a call "
-            "(or anywhere with --language extended)",
+            "(or anywhere at the language level 'extended')",
             node.lineno,
             node.col_offset,
         )
