@@ -42,6 +42,10 @@ class HostError(LackjailError):
     exit_code = 2
 
 
+class ArgumentError(InputError, ValueError):
+    """A library call's argument out of its range (workers, concurrency); the message says it."""
+
+
 class KitError(InputError, ValueError):
     """A kit, tool spec, kit file or workspace that cannot be used; the message says the fix."""
 

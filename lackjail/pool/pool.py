@@ -17,7 +17,7 @@ import threading
 import time
 
 from lackjail import protocol
-from lackjail.errors import HostError
+from lackjail.errors import ArgumentError, HostError
 from lackjail.policy import MAX_WORKERS, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
@@ -49,7 +49,7 @@ class Pool:
         isolation_level: str | None = None,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
-            raise ValueError(
+            raise ArgumentError(
                 f"workers must be between 1 and {MAX_WORKERS} (0 or None: the policy's "
                 f"pool.workers), not {workers}"
             )
