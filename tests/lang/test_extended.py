@@ -8,16 +8,18 @@ from lackjail.lang.rulebook import RULEBOOK
 
 TOOLS = ("read_file",)
 PARAMS = ("path",)
+SIGNATURES = {"read_file": (("path", ("str",), True),)}  # read_file(path: str)
 
 
 def rules(source, level="extended", **kw):
     kw.setdefault("tools", TOOLS)
     kw.setdefault("params", PARAMS)
+    kw.setdefault("signatures", SIGNATURES)
     return sorted({e.rule for e in validate(source, language=level, **kw).errors})
 
 
 def ok(source, level="extended"):
-    result = validate(source, tools=TOOLS, params=PARAMS, language=level)
+    result = validate(source, tools=TOOLS, params=PARAMS, language=level, signatures=SIGNATURES)
     assert result.valid, result.errors
     return result
 
