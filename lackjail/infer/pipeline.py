@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
+from lackjail.errors import InputError
 from lackjail.infer import anthropic, ollama, prompt, ruletier
 from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
@@ -22,7 +23,7 @@ MAX_INTENT_CHARS = 8192
 PROVIDERS = {"ollama": ollama.complete, "anthropic": anthropic.complete}
 
 
-class IntentError(ValueError):
+class IntentError(InputError, ValueError):
     """An intent that cannot be used (empty, too long, not text)."""
 
 

@@ -22,6 +22,7 @@ PACKAGE_DATA = [
     "lackjail/images/*",
     "lackjail/kit/kits/*.kit",
     "lackjail/kit/docs/*.md",
+    "lackjail/py.typed",
 ]
 NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
 
