@@ -18,6 +18,7 @@ _EXPORTS = {
     "load_policy": "lackjail.policy",
     "generate": "lackjail.infer",
     "delegate": "lackjail.infer",
+    "prompt": "lackjail.infer.prompt",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

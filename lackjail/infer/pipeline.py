@@ -217,10 +217,7 @@ class _Run:
         return self._note("rules", f"rule {name}'s program does not validate")
 
     def model(self, tier: str, provider) -> bool:
-        from lackjail import lang
-        from lackjail.lang.describe import render
-
-        system = prompt.system_prompt(render(lang.spec(self.language)), self.kit, self.params)
+        system = prompt.system_prompt(self.language, self.kit, self.params)
         messages = [{"role": "user", "content": prompt.request(self.gen.intent)}]
         why = PROVIDERS[provider.kind].unavailable(provider)
         if why:  # seen at once: no key, no server here; nothing imported, nobody waits
