@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from lackjail.cli.common import EXIT_HELP, leave
+from lackjail.cli.common import EXIT_HELP, Command, leave
 from lackjail.terminal import terminal_safe
 
 CONFIG = """\
@@ -39,7 +39,7 @@ TEMPLATE_PATTERN = "count the lines of {path}"
 TEMPLATE_BODY = "text = read_file({path})\nlen(text.splitlines())\n"
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.option(
     "--workspace",
     type=click.Path(file_okay=False, exists=True),
@@ -105,7 +105,7 @@ def _write_config(root: str, text: str) -> None:
             tree.close()
 
 
-@click.command("mcp-config", epilog=EXIT_HELP)
+@click.command("mcp-config", cls=Command, epilog=EXIT_HELP)
 @click.option("--kit", default="readonly", show_default=True, help="The kit the server serves.")
 @click.option(
     "--policy", default="default", show_default=True, help="The policy the server runs under."

@@ -5,7 +5,7 @@ import ipaddress
 
 import click
 
-from lackjail.cli.common import EXIT_HELP
+from lackjail.cli.common import EXIT_HELP, Command
 from lackjail.cli.options import program_options, setup
 from lackjail.terminal import terminal_safe
 
@@ -34,7 +34,7 @@ def _address(value: str | None, allow_remote: bool):
     return host, int(port)
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @program_options(kit="none", params=False, json=False, limits=True)
 @click.option(
     "--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers]."

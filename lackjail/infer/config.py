@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lackjail.errors import ToolCallError, unknown_key
+from lackjail.errors import InputError, ToolCallError, unknown_key
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
 from lackjail.workspace.paths import workspace_root
@@ -85,7 +85,7 @@ INFERENCE_KEYS = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """An inference setting that cannot be used; the message names the key and the fix."""
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 
+from lackjail.errors import InputError
 from lackjail.infer import anthropic, ollama, openai_compat, prompt, ruletier
 from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
@@ -23,7 +24,7 @@ MAX_INTENT_CHARS = 8192
 PROVIDERS = {"ollama": ollama, "anthropic": anthropic, "openai": openai_compat}  # kind -> module
 
 
-class IntentError(ValueError):
+class IntentError(InputError, ValueError):
     """An intent that cannot be used (empty, too long, not text)."""
 
 

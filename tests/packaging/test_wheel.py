@@ -17,7 +17,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ["lackjail/policies/*.toml", "lackjail/images/*", "lackjail/kit/kits/*.kit"]
+PACKAGE_DATA = [
+    "lackjail/policies/*.toml",
+    "lackjail/images/*",
+    "lackjail/kit/kits/*.kit",
+    "lackjail/py.typed",
+]
 NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
 
 pytestmark = pytest.mark.slow
