@@ -12,6 +12,7 @@ from lackjail.lang.rulebook import RULES
 
 TOOLS = ("read_file", "fs.*")
 PARAMS = ("path",)
+READ_FILE = {"read_file": (("path", ("str",), True),)}  # read_file(path: str)
 
 
 def found(source, **kw):
@@ -207,6 +208,8 @@ REJECTED = [
     ("dunder-string", "x = 'a{0.__class__}'", 1, 5, PY),
     ("dunder-attribute", "x = 1\ny = x.__class__", 2, 7, PY),
     ("dunder-attribute", "class A:\n    def f(self):\n        return A.__init__", 3, 18, PY),
+    ("tool-call", "x = read_file(path, 1)", 1, 5, {"signatures": READ_FILE}),
+    ("tool-call", "x = read_file(42)", 1, 15, {"signatures": READ_FILE}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]
