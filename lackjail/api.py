@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import threading
 import time
@@ -22,6 +21,7 @@ from lackjail import fanout, lang, protocol
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
 from lackjail.pool import Pool, Request
+from lackjail.workspace.hostfs import Root
 
 _DONE = object()  # the end of an AsyncJail.map
 
@@ -99,9 +99,11 @@ class Jail:
         language: str | None = None,
     ):
         self.policy: Policy = load_policy(policy)
-        self.workspace = os.path.abspath(workspace or os.getcwd())
+        # opened once: every run acts beneath this descriptor, whatever the path names later
+        self._root = Root(workspace)
+        self.workspace = self._root.path
         self.approve = approve
-        self.kit = _resolve_kit(kit, self.workspace, extra_tools)
+        self.kit = _resolve_kit(kit, self._root, extra_tools)
         self.checker = Checker(self.policy, self.kit, language)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
@@ -122,6 +124,7 @@ class Jail:
 
     def close(self) -> None:
         self.pool.close()
+        self._root.close()
 
     def check(self, program, params=None) -> lang.ValidationResult:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
@@ -223,7 +226,7 @@ class Jail:
         if self.kit is not None:
             session = self.kit.session(
                 self.policy,
-                self.workspace,
+                self._root,
                 approve=approve or self.approve,
                 on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
                 dry_run=dry_run,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import reopen_regular
+from lackjail.workspace.hostfs import reopen_regular
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lackjail.errors import KitError, ToolCallError
 from lackjail.workspace.files import read_beneath
-from lackjail.workspace.paths import show, workspace_root
+from lackjail.workspace.paths import show
 
 MAX_DOC_BYTES = 1 << 20
 
@@ -14,9 +14,8 @@ def resolve_doc(path: str, workspace=None, protection=None) -> str:
     read, under PROTECTION's read rules (a run's policy: `Protection.from_policy`; else the
     defaults).
     """
-    root = workspace_root(workspace)
     try:
-        data = read_beneath(root, path, MAX_DOC_BYTES, protection)
+        data = read_beneath(workspace, path, MAX_DOC_BYTES, protection)
     except ToolCallError as exc:
         raise KitError(f"cannot read doc {show(path)}: {exc}") from None
     try:
