@@ -84,6 +84,9 @@ SCHEMAS = {
         "tools": (list,),
         "jail_tools": (dict,),
         "language": _S,
+        "cpu_s": _F,  # this run's CPU limit, at most the child's (0: the child's)
+        "memory_mb": _I,  # this run's address-space limit, at most the child's (0: the child's)
+        "session": _B,  # the child keeps the run's globals for its next run
     },
     "return": {
         "seq": _I,
@@ -150,7 +153,15 @@ def make_done(gen: int, code, sig, cpu_ms: float, max_rss_kb: int) -> dict:
 
 
 def make_run(
-    run_id: str, src: str, params: dict, tools: list, jail_tools: dict, language: str
+    run_id: str,
+    src: str,
+    params: dict,
+    tools: list,
+    jail_tools: dict,
+    language: str,
+    cpu_s: float = 0,
+    memory_mb: int = 0,
+    session: bool = False,
 ) -> dict:
     return {
         "t": "run",
@@ -160,6 +171,9 @@ def make_run(
         "tools": tools,
         "jail_tools": jail_tools,
         "language": language,
+        "cpu_s": cpu_s,
+        "memory_mb": memory_mb,
+        "session": session,
     }
 
 

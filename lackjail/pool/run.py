@@ -37,6 +37,7 @@ class Request:
     tools: list = field(default_factory=list)  # answered by the tool handler
     jail_tools: dict = field(default_factory=dict)  # name -> [module, function], in the jail
     language: str = "lackpy"  # the level the jail validates at again
+    session: bool = False  # the child keeps the run's globals for the session's next run
 
 
 @dataclass
@@ -91,7 +92,17 @@ class Run:
         deadline = time.monotonic() + wall_s
         try:
             r = self.request
-            frame = protocol.make_run(run_id, r.src, r.params, r.tools, r.jail_tools, r.language)
+            frame = protocol.make_run(
+                run_id,
+                r.src,
+                r.params,
+                r.tools,
+                r.jail_tools,
+                r.language,
+                self.limits.cpu_s,
+                self.limits.memory_mb,
+                r.session,
+            )
             self._write(protocol.encode(frame), deadline)
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)
         except protocol.ProtocolError as exc:
@@ -211,15 +222,20 @@ class Run:
                     poller.unregister(jail.ctrl.fileno())
 
     def _answer(self, call: dict, deadline: float) -> None:
+        """Answer a tool call. The handler gets the run's DEADLINE: a call still running then
+        is abandoned and answered with a `timeout` verdict, so the run ends on time."""
         seq = call["seq"]
         if self.tool_handler is None:
             reply = protocol.make_return(
                 seq, False, None, f"no tool named {call['tool']!r} in this kit", None
             )
         else:
-            out = self.tool_handler(call["tool"], call["args"], call["kwargs"])
+            out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)
             if out.verdict and self.verdict is None:
-                self.verdict = (out.verdict, out.error)
+                error = out.error
+                if out.verdict == "timeout":
+                    error = f"wall-clock limit of {self.limits.wall_s:g} s exceeded: {error}"
+                self.verdict = (out.verdict, error)
             reply = protocol.make_return(seq, bool(out.ok), out.value, out.error, out.verdict)
         try:
             data = protocol.encode(reply)
