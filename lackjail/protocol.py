@@ -65,10 +65,12 @@ SCHEMAS = {
     # controller -> zygote (control channel)
     "ping": {"id": _I},
     "cancel": {"gen": _I},
+    "limit": {"gen": _I, "memory_mb": _I},  # lower a ready child's address space (0: restore)
     "stop": {},
     # zygote -> controller (`spawned` carries the child's run channel: two descriptors)
     "spawned": {"gen": _I},
     "pong": {"id": _I},
+    "limited": {"gen": _I, "memory_mb": _I, "ok": _B},
     "done": {
         "gen": _I,
         "code": (int, type(None)),
@@ -123,6 +125,14 @@ def make_ping(token: int) -> dict:
 
 def make_cancel(gen: int) -> dict:
     return {"t": "cancel", "gen": gen}
+
+
+def make_limit(gen: int, memory_mb: int) -> dict:
+    return {"t": "limit", "gen": gen, "memory_mb": memory_mb}
+
+
+def make_limited(gen: int, memory_mb: int, ok: bool) -> dict:
+    return {"t": "limited", "gen": gen, "memory_mb": memory_mb, "ok": ok}
 
 
 def make_stop() -> dict:

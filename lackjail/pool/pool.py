@@ -124,6 +124,7 @@ class Pool:
 
     def _start_now(self) -> JailProcess:
         jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        jail.memory_mb = self.limits.memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
         except (JailDied, protocol.ProtocolError) as exc:
@@ -247,6 +248,7 @@ class Pool:
                 with self._cond:
                     self._failed(str(exc))
                 return
+            jail.memory_mb = self.limits.memory_mb
             with self._cond:
                 self._jails.add(jail)
                 self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
@@ -459,6 +461,7 @@ class Pool:
             launcher,
             ident,
             self.max_frame,
+            self.limits.memory_mb,
             self.policy.pool.start_timeout_s,
             self.policy.pool.kill_grace_s,
         )

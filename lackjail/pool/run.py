@@ -91,6 +91,7 @@ class Run:
         run_id = f"{jail.runs:016x}"
         deadline = time.monotonic() + wall_s
         try:
+            self._limit_memory(deadline)
             r = self.request
             frame = protocol.make_run(
                 run_id,
@@ -134,6 +135,16 @@ class Run:
         else:
             jail.drop(child)
         return outcome
+
+    def _limit_memory(self, deadline: float) -> None:
+        """Give the child this run's address-space limit when it is not the one it has: lower
+        than the jail's for this run, or the jail's again after a run that lowered it."""
+        jail, child = self.jail, self.child
+        if not jail.memory_mb:
+            return
+        want = self.limits.memory_mb if self.limits.memory_mb < jail.memory_mb else 0
+        if want != child.memory_mb and not jail.limit_memory(child, want, deadline):
+            raise JailDied("the zygote did not set the child's memory limit for the run")
 
     def _timeout(self, wall_s: float) -> Outcome:
         return Outcome(

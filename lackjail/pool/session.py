@@ -25,8 +25,17 @@ SESSION_RUNS = 1_000_000
 class SessionJail:
     """The jail of one session; `run` one request at a time, `close` from any thread."""
 
-    def __init__(self, launcher, ident: int, max_frame: int, start_s: float, kill_grace_s: float):
+    def __init__(
+        self,
+        launcher,
+        ident: int,
+        max_frame: int,
+        memory_mb: int,
+        start_s: float,
+        kill_grace_s: float,
+    ):
         self._launcher, self._ident, self._max_frame = launcher, ident, max_frame
+        self._memory_mb = memory_mb
         self._start_s, self._kill_grace_s = start_s, kill_grace_s
         self._running = threading.Lock()
         self.closed = False
@@ -37,6 +46,7 @@ class SessionJail:
 
     def _start(self) -> JailProcess:
         jail = JailProcess(self._launcher, self._ident, self._max_frame)
+        jail.memory_mb = self._memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self._start_s)
         except (JailDied, protocol.ProtocolError) as exc:

@@ -74,6 +74,15 @@ def test_per_call_cpu_limit(require_nsjail):
     assert r.status == "timeout" and "CPU time limit of 0.5 s" in r.errors[0]["message"]
 
 
+def test_per_call_memory_limit_holds_for_that_run_only(require_nsjail):
+    big = "x = [0] * 20000000\nlen(x)"  # ~160 MB: within the policy's 256, not within 100
+    with Jail(policy=_policy(10.0), workers=1, mode="reuse") as j:
+        tight = j.run(big, memory_mb=100)
+        again = j.run(big)  # the same jail (one), its limit back to the policy's
+    assert tight.status == "memory" and "memory limit of 100 MB" in tight.errors[0]["message"]
+    assert (again.status, again.value) == ("ok", 20000000), again.errors
+
+
 def test_limits_only_tighten(require_nsjail):
     with Jail(policy=_policy(2.0), workers=1) as j:
         for kwargs in ({"timeout": 5}, {"cpu_s": 3}, {"memory_mb": 1024}):
