@@ -21,6 +21,10 @@ _EXPORTS = {
     "load_policy": "lackjail.policy",
     "generate": "lackjail.infer",
     "delegate": "lackjail.infer",
+    "LackjailError": "lackjail.errors",
+    "InputError": "lackjail.errors",
+    "HostError": "lackjail.errors",
+    "prompt": "lackjail.infer.prompt",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

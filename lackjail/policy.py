@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.errors import unknown_key
+from lackjail.errors import InputError, unknown_key
 from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
@@ -24,7 +24,7 @@ MODES = ("fresh", "reuse")
 PATH_RULE_KEYS = ("write_deny", "read_deny", "write_allow", "read_allow")
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError, ValueError):
     """A policy file or value that cannot be used; the message names the key."""
 
 

@@ -23,6 +23,8 @@ OUTPUT_CHUNK = 16 << 10  # characters of printed text in one `output` frame
 # Decoding a frame may cost at most COST_PER_BYTE times its size (+ COST_BASE) in
 # Python objects, as scan() estimates them: an empty map is ~64 bytes from 1 byte.
 COST_PER_BYTE, COST_BASE = 60, 64 << 10
+MAX_FRAMES = 64  # program frames in a run error's traceback (of a deeper chain, the innermost)
+MAX_FUNCTION = 200  # characters of a traceback frame's function name
 SPIN_S = 0.0003  # how long either side polls before it sleeps when an answer is due
 
 

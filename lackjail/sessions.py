@@ -21,6 +21,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from lackjail.errors import ArgumentError
 from lackjail.pool import PoolError
 from lackjail.pool.jail_process import JailDied
 
@@ -42,7 +43,9 @@ class Session:
     def __init__(self, jail: Jail, idle_timeout_s: float | None = None):
         idle = jail.policy.pool.session_idle_s if idle_timeout_s is None else idle_timeout_s
         if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle > 0:
-            raise ValueError(f"idle_timeout_s must be a positive number of seconds, not {idle!r}")
+            raise ArgumentError(
+                f"idle_timeout_s must be a positive number of seconds, not {idle!r}"
+            )
         self.idle_timeout_s = float(idle)
         self._jail = jail
         self._names: set[str] = set()

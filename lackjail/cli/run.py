@@ -12,6 +12,7 @@ import click
 from lackjail.api import Result
 from lackjail.cli.common import (
     EXIT_HELP,
+    Command,
     emit_json,
     exit_code,
     leave,
@@ -23,7 +24,7 @@ from lackjail.cli.options import isolation_option, program_options, setup
 from lackjail.cli.output import detail, end_output, print_result, show_output
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.argument("file")
 @program_options(limits=True)
 @click.option(

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.errors import ToolCallError
+from lackjail.errors import InputError, ToolCallError
 from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import FileTooLarge, read_regular, write_whole
 from lackjail.workspace.owner import Owner
@@ -36,7 +36,7 @@ FIELDS = ("name", "pattern", "success_count", "fail_count")
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 
 
-class TemplateError(ValueError):
+class TemplateError(InputError, ValueError):
     """A template that cannot be parsed, saved or filled in; the message says which and why."""
 
 

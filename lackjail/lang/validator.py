@@ -256,7 +256,7 @@ class _Walker:
         message = f"{what} is not allowed in {self.names.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or pass --language extended" if instead else None
+            instead = f"{instead}, or use the language level 'extended'" if instead else None
         if instead:
             message += f": {instead}"
         self.error(
@@ -688,7 +688,7 @@ class _Walker:
         self.error(
             "lambda-position",
             "lambda is only allowed as the key= argument of a call "
-            "(or anywhere with --language extended)",
+            "(or anywhere at the language level 'extended')",
             node.lineno,
             node.col_offset,
         )
@@ -1262,6 +1262,7 @@ def validate_tree(
     language: str = DEFAULT_LANGUAGE,
     hints=None,
     defined=(),
+    signatures=None,
 ) -> tuple[ValidationResult, ast.Module | None]:
     """Check SOURCE (str or bytes) against the LANGUAGE level; return the result and,
     when valid, the module AST it checked (else None). Never raises for any SOURCE.
@@ -1272,7 +1273,9 @@ def validate_tree(
     session bound (readable and rebindable, as if this program had bound them
     first); RULES extra callables that tighten the check;
     HINTS maps a name the program may have meant to what to do about it (shown
-    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
+    when it is unknown or undefined); SIGNATURES the tools' arguments, to check each call's
+    arity, keyword names and literal types (see lang.calls). Raises ValueError only for an
+    unknown LANGUAGE.
     The jail compiles the returned tree: no second parse, and nothing but what was checked.
     """
     extended = check_language(language) == "extended"
@@ -1305,6 +1308,10 @@ def validate_tree(
     if defined:
         walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
+    if signatures and complete:
+        from .calls import check_calls  # the host's check: the jail never loads it
+
+        check_calls(tree, signatures, walker.error)
     if rules and complete:
         _apply_rules(rules, tree, walker)
     errors = walker.errors

@@ -28,6 +28,7 @@ import tempfile
 import time
 
 from lackjail import protocol
+from lackjail.errors import HostError
 
 CTRL_FRAMES = ("spawned", "done", "pong", "limited")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
@@ -37,7 +38,7 @@ CMSG_SPACE = socket.CMSG_SPACE(MAX_PENDING_FDS * 4)
 READ_SIZE = 1 << 16
 
 
-class JailDied(RuntimeError):
+class JailDied(HostError, RuntimeError):
     """The jail ended or could not start; the message says how."""
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 
 from lackjail import protocol
+from lackjail.errors import ArgumentError, HostError
 from lackjail.policy import MAX_WORKERS, Limits, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
@@ -34,7 +35,7 @@ PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed
 SETTLE_S = 0.003
 
 
-class PoolError(RuntimeError):
+class PoolError(HostError, RuntimeError):
     """The pool cannot serve: closed, full, or no jail could start."""
 
 
@@ -49,7 +50,7 @@ class Pool:
         isolation_level: str | None = None,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
-            raise ValueError(
+            raise ArgumentError(
                 f"workers must be between 1 and {MAX_WORKERS} (0 or None: the policy's "
                 f"pool.workers), not {workers}"
             )

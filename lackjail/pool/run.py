@@ -26,6 +26,8 @@ SIGNAL_VERDICTS = {
 RUN_FRAMES = ("output", "call", "result")
 OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
 MAX_ERRORS = 1000
+ERROR_KEYS = ("message", "line", "col", "traceback", "traceback_omitted")
+FRAME_KEYS = ({"function", "line"}, {"function", "line", "col"})  # required, allowed
 
 
 @dataclass(frozen=True)
@@ -297,14 +299,31 @@ def _spin(poller, spin_s: float = protocol.SPIN_S):
 
 
 def _errors_ok(errors) -> bool:
-    """Each error from the jail is {message: str[, line: int, col: int]}."""
+    """Each error from the jail is {message: str[, line: int, col: int][, traceback: frames,
+    traceback_omitted: int]}, each frame {function: str, line: int[, col: int]}, all capped."""
     if len(errors) > MAX_ERRORS:
         return False
     for e in errors:
         if not isinstance(e, dict) or not isinstance(e.get("message"), str):
             return False
-        if any(k not in ("message", "line", "col") for k in e):
+        if any(k not in ERROR_KEYS for k in e):
             return False
-        if any(k in e and (type(e[k]) is not int) for k in ("line", "col")):
+        if any(k in e and (type(e[k]) is not int) for k in ("line", "col", "traceback_omitted")):
+            return False
+        if "traceback" in e and not _frames_ok(e["traceback"]):
+            return False
+    return True
+
+
+def _frames_ok(frames) -> bool:
+    if type(frames) is not list or len(frames) > protocol.MAX_FRAMES:
+        return False
+    for frame in frames:
+        if type(frame) is not dict or not FRAME_KEYS[0] <= frame.keys() <= FRAME_KEYS[1]:
+            return False
+        name = frame["function"]
+        if type(name) is not str or len(name) > protocol.MAX_FUNCTION:
+            return False
+        if any(type(frame[k]) is not int for k in ("line", "col") if k in frame):
             return False
     return True

@@ -20,6 +20,7 @@ SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py co
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
+MAX_FRAMES = protocol.MAX_FRAMES  # program frames a traceback carries: the innermost
 CODES, CODES_BYTES = 32, 8 << 10  # programs (up to that size) whose code a reused child keeps
 _CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
@@ -204,26 +205,61 @@ def _jail_tool(module, function):
     return getattr(mod, function)
 
 
-def _error_location(exc, source):
-    """(line, col) of the innermost frame of the program in EXC's traceback; col is
-    1-based and counts characters of SOURCE (the parser's offsets count UTF-8 bytes)."""
-    line = col = None
+def _program_frames(exc, source):
+    """The program's call chain in EXC's traceback, outermost first, as plain data:
+    {function, line, col} for each frame of the program's own code (never one of
+    lackjail's). COL is 1-based and counts characters of SOURCE (the compiler's offsets
+    count UTF-8 bytes); of a chain deeper than MAX_FRAMES (a runaway recursion), the
+    innermost MAX_FRAMES, and how many outer ones were left out."""
+    frames = []
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME:
-            line = tb.tb_lineno
+            col = None
             for index, pos in enumerate(code.co_positions()):
                 if index == tb.tb_lasti // 2:
                     col = pos[2]
                     break
+            frames.append([code.co_name, tb.tb_lineno, col])
         tb = tb.tb_next
-    if col is not None:
-        lines = lang.decode_source(source).encode("utf-8").splitlines()  # \n, \r, \r\n only
-        if 0 < line <= len(lines):
-            col = len(lines[line - 1][:col].decode("utf-8", "replace"))
-        col += 1
-    return line, col
+    omitted = max(0, len(frames) - MAX_FRAMES)
+    frames = frames[omitted:]
+    lines = None
+    for frame in frames:
+        line, col = frame[1], frame[2]
+        if col is not None and line is not None:
+            if lines is None:  # \n, \r, \r\n only, as the compiler counts lines
+                lines = lang.decode_source(source).encode("utf-8").splitlines()
+            if 0 < line <= len(lines):
+                col = len(lines[line - 1][:col].decode("utf-8", "replace"))
+            frame[2] = col + 1
+    return [
+        {"function": f, "line": n, **({"col": c} if c is not None else {})}
+        for f, n, c in frames
+        if n is not None
+    ], omitted
+
+
+def _describe(exc):
+    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return f"{type(exc).__name__}: (its message could not be made into text)"
+
+
+def _runtime_error(message, exc, source):
+    """The error of a run the program's code ended: MESSAGE at the innermost program
+    frame, with the program's traceback (outermost first)."""
+    frames, omitted = _program_frames(exc, source)
+    error = {"message": message[:MAX_MESSAGE]}
+    if frames:
+        error["line"], error["col"] = frames[-1]["line"], frames[-1].get("col")
+        error["traceback"] = frames
+        if omitted:
+            error["traceback_omitted"] = omitted
+    return error
 
 
 def _compiled(src, tree, keep):
@@ -334,15 +370,11 @@ def run_one(channel, msg, limits):
         status, value = "memory", None
         errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
     except ToolError as exc:
-        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
-        errors = [{"message": str(exc)[:MAX_MESSAGE], "line": line, "col": col}]
+        errors = [_runtime_error(str(exc), exc, msg["src"])]
     except Exception as exc:
-        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
-        errors = [
-            {"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}
-        ]
+        errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
         stop = Stop.raised[0]
         status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]

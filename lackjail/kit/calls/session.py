@@ -165,10 +165,7 @@ class ToolSession:
             else "the tool requires approval"
         )
         if self.approve is None:
-            raise ToolDenied(
-                f"{name} needs approval ({reason}) and there is no approver; "
-                "pass approve= (library) or --yes (CLI)"
-            )
+            raise ToolDenied(f"{name} needs approval ({reason}) and nobody is there to approve it")
         call = {
             "tool": name,
             "args": entry["args"],
