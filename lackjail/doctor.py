@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
-from lackjail.pool import isolation
+from lackjail.pool import interpreter, isolation
 
 
 def _nsjail_libraries(binary: str) -> tuple[bool, str]:
-    try:
-        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"ldd failed: {exc}"
-    missing = [line.split()[0] for line in out.splitlines() if "not found" in line]
+    """Read from the binary's ELF headers as the host's loader would search (never `ldd`,
+    which runs the loader a binary names)."""
+    closure = interpreter.libraries((binary,))
+    if binary not in closure.objects:
+        return False, f"{binary} is not an ELF program this host can load"
+    missing = sorted({name for name, _ in closure.missing})
     if missing:
         return False, f"missing {', '.join(missing)} (apt-get install libnl-route-3-200)"
     return True, "all shared libraries found"

@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lackjail.errors import unknown_key
+from lackjail.errors import InputError, unknown_key
 
 USER_KEYS = ("kit", "policy", "language")
 WORKSPACE_KEYS = ("kit",)
@@ -27,7 +27,7 @@ MAX_CONFIG_BYTES = 1 << 20
 WORKSPACE_KIT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*(,[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*)*")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """A config file that cannot be used; the message names the file, the key and the fix."""
 
 

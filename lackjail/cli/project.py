@@ -2,11 +2,12 @@
 
 import json
 import os
+import shlex
 import sys
 
 import click
 
-from lackjail.cli.common import EXIT_HELP, leave
+from lackjail.cli.common import EXIT_HELP, Command, leave
 from lackjail.terminal import terminal_safe
 
 CONFIG = """\
@@ -39,7 +40,7 @@ TEMPLATE_PATTERN = "count the lines of {path}"
 TEMPLATE_BODY = "text = read_file({path})\nlen(text.splitlines())\n"
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.option(
     "--workspace",
     type=click.Path(file_okay=False, exists=True),
@@ -108,7 +109,7 @@ def _write_config(root, text: str) -> None:
             tree.close()
 
 
-@click.command("mcp-config", epilog=EXIT_HELP)
+@click.command("mcp-config", cls=Command, epilog=EXIT_HELP)
 @click.option("--kit", default="readonly", show_default=True, help="The kit the server serves.")
 @click.option(
     "--policy", default="default", show_default=True, help="The policy the server runs under."
@@ -119,20 +120,35 @@ def _write_config(root, text: str) -> None:
     help="The folder the served tools are confined to [cwd].",
 )
 @click.option("--name", default="lackjail", show_default=True, help="The server's name.")
-def mcp_config(kit, policy, workspace, name):
-    """Print the MCP client config block that starts `lackjail serve` for this checkout.
+@click.option(
+    "--client",
+    type=click.Choice(["claude-desktop", "claude-code", "cursor"]),
+    default="claude-desktop",
+    show_default=True,
+    help="The MCP client the config is for.",
+)
+def mcp_config(kit, policy, workspace, name, client):
+    """Print the config that makes an MCP client start `lackjail serve` for this checkout.
 
-    Paste it into the client's config (Claude Desktop's claude_desktop_config.json,
-    a project's .mcp.json, ...). It runs this very interpreter, so the block works
-    from a virtualenv without activating it.
+    claude-desktop: a block for claude_desktop_config.json (Settings > Developer >
+    Edit Config). cursor: a block for .cursor/mcp.json in a project (or
+    ~/.cursor/mcp.json for every project). claude-code: the `claude mcp add` command
+    line to run (add `--scope project` to share it through the project's .mcp.json).
+    The server runs this very interpreter, so it works from a virtualenv without
+    activating it.
 
     \b
     Examples:
       lackjail mcp-config
-      lackjail mcp-config --kit files --workspace ~/project > .mcp.json
+      lackjail mcp-config --client cursor --kit files --workspace ~/project > .cursor/mcp.json
+      lackjail mcp-config --client claude-code --kit files    # then run the line it prints
     """
     root = os.path.abspath(workspace or os.getcwd())
     args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
-    block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
-    click.echo(json.dumps(block, indent=2))
+    if client == "claude-code":
+        line = ["claude", "mcp", "add", "--transport", "stdio", name, "--", sys.executable, *args]
+        click.echo(shlex.join(line))
+    else:  # Claude Desktop and Cursor read the same mcpServers block
+        block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
+        click.echo(json.dumps(block, indent=2))
     leave(0)

@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.errors import KitError, ToolCallError
+from lackjail.errors import InputError, KitError, ToolCallError
 from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import FileTooLarge, read_regular
 from lackjail.workspace.hostfs import workspace_root_of, write_whole
@@ -39,7 +39,7 @@ FIELDS = ("name", "pattern", "success_count", "fail_count")
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 
 
-class TemplateError(ValueError):
+class TemplateError(InputError, ValueError):
     """A template that cannot be parsed, saved or filled in; the message says which and why."""
 
 

@@ -128,7 +128,7 @@ def render(data: dict) -> str:
         level = f" ({rule['level']})" if rule["level"] == "extended" else ""
         rules.append(f"    rejected{level}: {show(rule['rejected'])}")
         rules.append(f"    accepted{level}: {show(rule['accepted'])}")
-    section("Rules (examples assume a tool read_file and a parameter path)", rules)
+    section("Rules (examples assume a tool read_file(path: str) and a parameter path)", rules)
     section(
         "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]
     )

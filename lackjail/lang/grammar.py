@@ -159,7 +159,7 @@ FORBIDDEN_CONSTRUCTS = {
 }
 
 # What to write instead, for constructs a model reaches for. At the lackpy
-# level the constructs of EXTENDED_NODES also name `--language extended`.
+# level the constructs of EXTENDED_NODES also name the level 'extended'.
 ALTERNATIVES = {
     "While": "use for over range(...) or a tool's result",
     "FunctionDef": "use a lambda as key= or inline the code",
@@ -171,8 +171,8 @@ ALTERNATIVES = {
     "Break": "loop over a slice or filter with a comprehension",
     "Continue": "invert the if around the rest of the loop body",
     "GeneratorExp": "use a list comprehension [...]",
-    "Import": "call a kit tool (`lackjail kit list`), or a builtin",
-    "ImportFrom": "call a kit tool (`lackjail kit list`), or a builtin",
+    "Import": "call a tool of the kit, or a builtin",
+    "ImportFrom": "call a tool of the kit, or a builtin",
     "ClassDef": "use dicts for records",
     "With": "call a kit tool that reads or writes",
     "Global": "return values instead of rebinding outer names",

@@ -1,7 +1,7 @@
 """Every rule id a program can be rejected by: what it asks, a rejected and an accepted example.
 
 Ids are stable: reports, SARIF and `lackjail spec` use them. An example is a
-program (checked by the tests, with a tool `read_file` and a parameter `path`,
+program (checked by the tests, with a tool `read_file(path: str)` and a parameter `path`,
 at LEVEL). Where no short program shows the rule (size caps, input types, a
 failing custom rule, the validator's own failure) LEVEL is "described": the
 examples say in words what is rejected and what is accepted. `param-*` examples
@@ -144,6 +144,14 @@ RULEBOOK = {
         "a called name is a tool, an allowed builtin or a parameter (extended: or a bound name)",
         "x = helper(1)",
         "x = abs(1)",
+        "lackpy",
+    ),
+    "tool-call": (
+        "a tool call fits the tool's signature: no more positional arguments than it takes, "
+        "only its keyword names, every required argument, literal arguments of the declared "
+        "types",
+        "x = read_file(path, 'utf-8')",
+        "x = read_file(path=path)",
         "lackpy",
     ),
     "undefined-name": (

@@ -256,7 +256,7 @@ class _Walker:
         message = f"{what} is not allowed in {self.names.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or pass --language extended" if instead else None
+            instead = f"{instead}, or use the language level 'extended'" if instead else None
         if instead:
             message += f": {instead}"
         self.error(
@@ -688,7 +688,7 @@ class _Walker:
         self.error(
             "lambda-position",
             "lambda is only allowed as the key= argument of a call "
-            "(or anywhere with --language extended)",
+            "(or anywhere at the language level 'extended')",
             node.lineno,
             node.col_offset,
         )
@@ -1261,15 +1261,21 @@ def validate_tree(
     limits: ProgramLimits | None = None,
     language: str = DEFAULT_LANGUAGE,
     hints=None,
+    defined=(),
+    signatures=None,
 ) -> tuple[ValidationResult, ast.Module | None]:
     """Check SOURCE (str or bytes) against the LANGUAGE level; return the result and,
     when valid, the module AST it checked (else None). Never raises for any SOURCE.
 
     TOOLS are the names a program may call (kit tools; a pack namespace "fs"
     allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
-    the names the caller injects; RULES extra callables that tighten the check;
+    the names the caller injects; DEFINED the names an earlier run of the same
+    session bound (readable and rebindable, as if this program had bound them
+    first); RULES extra callables that tighten the check;
     HINTS maps a name the program may have meant to what to do about it (shown
-    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
+    when it is unknown or undefined); SIGNATURES the tools' arguments, to check each call's
+    arity, keyword names and literal types (see lang.calls). Raises ValueError only for an
+    unknown LANGUAGE.
     The jail compiles the returned tree: no second parse, and nothing but what was checked.
     """
     extended = check_language(language) == "extended"
@@ -1299,7 +1305,13 @@ def validate_tree(
     else:
         names = _NO_NAMES[extended]
     walker = _Walker(names, limits, lines, extended, hints)
+    if defined:
+        walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
+    if signatures and complete:
+        from .calls import check_calls  # the host's check: the jail never loads it
+
+        check_calls(tree, signatures, walker.error)
     if rules and complete:
         _apply_rules(rules, tree, walker)
     errors = walker.errors
@@ -1307,6 +1319,21 @@ def validate_tree(
         errors.sort(key=_position)
     result = ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
     return result, (tree if result.valid else None)
+
+
+def _definable(defined, names: _Names) -> list:
+    """The names of DEFINED a program could have bound itself: a read of a bound name skips
+    every other check, so nothing forbidden, '__', non-ASCII, or hiding a builtin, tool or
+    parameter is let in (a keyword is harmless: no program can spell it as a name)."""
+    return [
+        n
+        for n in _name_list(defined, "defined")
+        if n.isidentifier()
+        and n.isascii()
+        and n[:2] != "__"
+        and n not in names.forbidden
+        and n not in names.callable
+    ]
 
 
 def _position(error: ValidationError):

@@ -18,11 +18,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from lackjail.errors import HostError
 from lackjail.pool import image as images
 from lackjail.pool.syscall_filter import child_filter
 
 
-class IsolationError(RuntimeError):
+class IsolationError(HostError, RuntimeError):
     """The isolation a policy demands cannot be had on this host."""
 
 

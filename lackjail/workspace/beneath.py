@@ -22,6 +22,8 @@ import os
 import stat
 import weakref
 
+from lackjail.errors import InputError
+
 SYS_OPENAT2 = 437  # the same number on every architecture
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
@@ -31,7 +33,7 @@ MAX_LINKS = 40  # symlinks followed while resolving one path, as the kernel's ow
 DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-class Escape(OSError):
+class Escape(InputError, OSError):
     """A path whose symlinks lead outside the tree (or loop); `reason` says which."""
 
     def __init__(self, reason: str):

@@ -12,6 +12,7 @@ from lackjail.lang.rulebook import RULES
 
 TOOLS = ("read_file", "fs")
 PARAMS = ("path",)
+READ_FILE = {"read_file": (("path", ("str",), True),)}  # read_file(path: str)
 
 
 def found(source, **kw):
@@ -189,6 +190,8 @@ REJECTED = [
         {"language": "extended"},
     ),
     ("for-iter", "for a in x.y:\n    b = a", 1, 10, {}),
+    ("tool-call", "x = read_file(path, 1)", 1, 5, {"signatures": READ_FILE}),
+    ("tool-call", "x = read_file(42)", 1, 15, {"signatures": READ_FILE}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]
