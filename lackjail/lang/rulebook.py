@@ -280,6 +280,12 @@ RULEBOOK = {
         "from json import loads",
         "python",
     ),
+    "module-attribute": (
+        "python: a module's attribute is one of the names its facade holds, and is only read",
+        "import json\nc = json.codecs",
+        "import json\nx = json.loads('1')",
+        "python",
+    ),
     "param-name": (
         "a parameter name is an ASCII identifier, not '_'-led, not forbidden, no builtin or tool",
         "--param _x=1",

@@ -232,6 +232,7 @@ class _Walker:
         "current",
         "extended",
         "python",
+        "modules",
         "lazy_annotations",
         "handlers",
         "hints",
@@ -257,6 +258,7 @@ class _Walker:
         self.extended = language != "lackpy"
         self.python = language == "python"
         self.lazy_annotations = False
+        self.modules = {}  # name -> the facade module an import bound it to (python level)
         self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
@@ -363,6 +365,8 @@ class _Walker:
                     if self.scope == 0:
                         self.variables.add(ident)
                     self.current.names.add(ident)
+                    if self.modules:
+                        self.modules.pop(ident, None)  # no longer (only) a module
                 return
         elif kind is _CONSTANT:
             # The next commonest: a constant no rule of v_constant's can reject needs no call.
@@ -509,6 +513,8 @@ class _Walker:
         elif self.scope == 0:
             self.variables.add(ident)
         self.current.names.add(ident)
+        if self.modules:
+            self.modules.pop(ident, None)
 
     def bind_identifier(self, ident, line, col, what):
         """A name bound by a parameter, a def or an `except ... as`: every identifier rule."""
@@ -850,6 +856,8 @@ class _Walker:
                 col,
             )
         owner = node.value
+        if self.modules and owner.__class__ is _NAME and owner.id in self.modules:
+            self.module_attribute(node, owner.id, line, col)
         if (
             owner.__class__ is _NAME
             and owner.id in self.names.tools
@@ -1332,13 +1340,36 @@ class _Walker:
         )
         return False
 
+    def module_attribute(self, node, name, line, col):
+        """`json.loads`: a name of the module's facade, read (a facade is read-only)."""
+        module = self.modules[name]
+        if node.ctx.__class__ is not _LOAD:
+            self.error(
+                "module-attribute",
+                f"{name}.{node.attr} cannot be assigned or deleted: a module is read-only",
+                line,
+                col,
+            )
+        elif node.attr not in FACADES[module]:
+            self.error(
+                "module-attribute",
+                f"{module} has no {node.attr!r} here: its names are "
+                + (
+                    ", ".join(FACADES[module])
+                    if len(FACADES[module]) <= 12
+                    else "in `lackjail spec --language python`"
+                ),
+                line,
+                col,
+            )
+
     def v_import(self, node, depth):
         for alias in node.names:
             self.enter(alias, depth)
             if self.module_name(alias.name, alias):
-                self.bind_identifier(
-                    alias.asname or alias.name, alias.lineno, alias.col_offset, "module name"
-                )
+                name = alias.asname or alias.name
+                self.bind_identifier(name, alias.lineno, alias.col_offset, "module name")
+                self.modules[name] = alias.name
 
     def v_importfrom(self, node, depth):
         module = node.module or ""

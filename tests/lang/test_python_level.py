@@ -59,6 +59,7 @@ ACCEPTED = [
     "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
     "x = '{}-{}'.format(1, 2)",
+    "import json\njson = {'a': 1}\nx = json.get('a')",
 ]
 # Accepted at extended too.
 BOTH = {"x = '{}-{}'.format(1, 2)"}
@@ -87,6 +88,13 @@ REJECTED = [
     ("from dataclasses import make_dataclass", "import-name"),
     ("from __future__ import braces", "import-name"),
     ("import json\nx = json.__dict__", "dunder-attribute"),
+    ("import json\nx = json.codecs", "module-attribute"),
+    ("import typing\nx = typing.sys", "module-attribute"),
+    ("import dataclasses\nx = dataclasses.sys", "module-attribute"),
+    ("import collections\nx = collections.abc", "module-attribute"),
+    ("import operator\nf = operator.attrgetter('x')", "module-attribute"),
+    ("import json\ndef f():\n    return json.decoder", "module-attribute"),
+    ("import json\njson.loads = len", "module-attribute"),
     ("x = (1).__class__", "dunder-attribute"),
     ("class A:\n    def f(self):\n        return self.__dict__", "dunder-attribute"),
     ("class A:\n    pass\nA.__init__", "dunder-attribute"),

@@ -210,6 +210,8 @@ REJECTED = [
     ("dunder-attribute", "class A:\n    def f(self):\n        return A.__init__", 3, 18, PY),
     ("tool-call", "x = read_file(path, 1)", 1, 5, {"signatures": READ_FILE}),
     ("tool-call", "x = read_file(42)", 1, 15, {"signatures": READ_FILE}),
+    ("module-attribute", "import typing\nx = typing.sys", 2, 12, PY),
+    ("module-attribute", "import json as j\nj.loads = len", 2, 3, PY),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]
