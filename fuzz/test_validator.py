@@ -833,11 +833,7 @@ PY_CALLABLE = (
 
 def _is_super_call(node) -> bool:
     return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
-        and not node.args
-        and not node.keywords
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
     )
 
 
@@ -845,12 +841,21 @@ def assert_obeys_python(source):
     """The naive checker for the python level."""
     tree = ast.parse(accepted_text(source))
     modules = {}
+    named = {  # `x.__class__` whose only use is its name: x.__class__.__name__
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__")
+    }
     for node in ast.walk(tree):
         assert type(node).__name__ in PYTHON_NODES, ast.dump(node)
         if isinstance(node, ast.Attribute):
             attr = node.attr
-            if attr.startswith("__"):
-                assert _is_super_call(node.value) and attr not in HOOKS, attr
+            if attr.startswith("__") and attr.endswith("__"):
+                assert isinstance(node.ctx, ast.Load), attr
+                if attr == "__class__":
+                    assert id(node) in named
+                elif attr not in ("__name__", "__qualname__", "__doc__", "__module__"):
+                    assert _is_super_call(node.value) and attr not in HOOKS, attr
             assert not attr.startswith(INTERNAL) and attr not in ("mro", "with_traceback")
             assert attr != "format_map"
             if attr == "format":
@@ -862,7 +867,7 @@ def assert_obeys_python(source):
             assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
-            if node.id.startswith("__"):
+            if node.id.startswith("__") and node.id.endswith("__"):
                 assert node.id == "__name__" or isinstance(node.ctx, ast.Store), node.id
                 assert node.id not in HOOKS
             if isinstance(node.ctx, ast.Store):
@@ -871,7 +876,7 @@ def assert_obeys_python(source):
             if node.func.id == "type" and "type" not in modules:
                 assert len(node.args) == 1 and not node.keywords
             if node.func.id == "super":
-                assert not node.args and not node.keywords
+                assert len(node.args) in (0, 2) and not node.keywords
         elif isinstance(node, ast.ClassDef):
             assert not node.keywords, "a metaclass or class keyword"
             for item in node.body:
@@ -934,7 +939,7 @@ DECORATORS = mostly(
     ["@getattr", "@(lambda f: f.__globals__)", "@type"],
 )
 OWNER_ATTRIBUTES = mostly(
-    ["self.x", "self._y", "super().__init__", "json.loads", "obj.value"],
+    ["self.x", "self._y", "super().__init__", "json.loads", "obj.value", "self.__z"],
     [
         "self.__dict__",
         "super().__getattribute__",
@@ -944,6 +949,9 @@ OWNER_ATTRIBUTES = mostly(
         "x.__class__",
         "e.with_traceback",
         "g.gi_frame",
+        "x.__class__",
+        "x.__class__.__bases__",
+        "super().__class__",
     ],
 )
 STRINGS = mostly(

@@ -249,7 +249,8 @@ RULEBOOK = {
         "lackpy",
     ),
     "call-only": (
-        "python: type is called with one argument, super with none; neither stands as a value",
+        "python: type is called with one argument, super with none or two; neither stands as "
+        "a value",
         "t = type\nx = t(1)",
         "x = type(1)",
         "python",

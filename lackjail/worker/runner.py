@@ -140,10 +140,14 @@ class Output:
 
 
 def make_print(out):
-    def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
+    def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - the program's
+        if sep is None:
+            sep = " "
+        if end is None:
+            end = "\n"
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
-        out.write(sep.join([str(a) for a in args]) + end)
+        (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
 
     return print
 

@@ -60,9 +60,16 @@ ACCEPTED = [
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
     "x = '{}-{}'.format(1, 2)",
     "import json\njson = {'a': 1}\nx = json.get('a')",
+    "class A:\n    def __init__(self):\n        self.__n = 1\n    def __bump(self):\n"
+    "        self.__n += 1\n    def __repr__(self):\n"
+    "        return f'{self.__class__.__name__}({self.__n})'",
+    "def deco(f):\n    name = f.__name__\n    return f\nx = type(1).__name__",
+    "class A:\n    pass\nclass B(A):\n    def __init__(self):\n        super(B, self).__init__()",
+    "from collections.abc import Iterable, Mapping\nx = isinstance([], Iterable)",
+    "print('x', end='', flush=True)",
 ]
 # Accepted at extended too.
-BOTH = {"x = '{}-{}'.format(1, 2)"}
+BOTH = {"x = '{}-{}'.format(1, 2)", "print('x', end='', flush=True)"}
 
 
 @pytest.mark.parametrize("source", ACCEPTED)
@@ -88,6 +95,12 @@ REJECTED = [
     ("from dataclasses import make_dataclass", "import-name"),
     ("from __future__ import braces", "import-name"),
     ("import json\nx = json.__dict__", "dunder-attribute"),
+    ("x = 1\ny = x.__class__", "dunder-attribute"),
+    ("x = 1\ny = x.__class__.__bases__", "dunder-attribute"),
+    ("class A:\n    def f(self):\n        return super().__class__", "dunder-attribute"),
+    ("def f():\n    pass\nf.__name__ = 'g'", "dunder-attribute"),
+    ("import collections.abc", "import-module"),
+    ("x = super(1)", "call-only"),
     ("import json\nx = json.codecs", "module-attribute"),
     ("import typing\nx = typing.sys", "module-attribute"),
     ("import dataclasses\nx = dataclasses.sys", "module-attribute"),
