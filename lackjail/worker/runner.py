@@ -139,16 +139,23 @@ class Output:
             self.sent_at = time.monotonic()
 
 
-def make_print(out):
-    def print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: A001 - the program's
-        if sep is None:
-            sep = " "
-        if end is None:
-            end = "\n"
+def make_print(out, language="lackpy"):
+    def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print(): sep and end must be strings")
+        out.write(sep.join([str(a) for a in args]) + end)
+
+    def python_print(*args, sep=" ", end="\n", file=None, flush=False):
+        """The python level's, with CPython's file= (a program's StringIO) and flush=."""
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
 
+    if language == "python":
+        python_print.__name__ = python_print.__qualname__ = "print"
+        return python_print
     return print
 
 
@@ -348,7 +355,7 @@ def run_one(channel, msg, limits):
                 namespace = _namespace(language)
                 if msg["session"]:
                     _SESSION["globals"] = namespace
-            namespace["print"] = facades.OUTPUT[0] = make_print(out)
+            namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
