@@ -124,13 +124,21 @@ def _import_roots() -> list[str]:
     return sorted({str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent)})
 
 
+def _env() -> dict:
+    """A plain zygote's environment: nothing of the caller's but the LD_LIBRARY_PATH this
+    interpreter may need to start (a libpython outside its loader's search)."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    if os.environ.get("LD_LIBRARY_PATH"):
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+    return env
+
+
 def seccomp_launcher(zygote_args: str) -> Launcher:
     code = (
         f"import sys; sys.path[:0] = {_import_roots()!r}; "
         "from lackjail.worker.zygote import main; main()"
     )
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], env)
+    return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], _env())
 
 
 def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
@@ -151,7 +159,7 @@ def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
         f"landlock.confine({readable!r}, [{private!r}])\n"
         f"{code}\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": private}
+    env = {**_env(), "TMPDIR": private}
     argv = [sys.executable, "-I", "-S", "-B", "-c", bootstrap, zygote_args]
     return Launcher("landlock", argv, env, private_dir=private)
 
@@ -174,6 +182,30 @@ def landlock_status() -> tuple[bool, str]:
         missing.append("signals are not scoped (ABI 6)")
     gaps = "; ".join(missing) + "; the children's seccomp filter still refuses them"
     return True, f"Landlock ABI {version}" + (f" ({gaps})" if missing else "")
+
+
+def probe_landlock(timeout: float = 10.0) -> tuple[bool, str]:
+    """Does a zygote confine itself with Landlock here? (ok, why)"""
+    try:
+        launcher = landlock_launcher("{}", code="pass")
+    except (images.ImageError, IsolationError, OSError) as exc:
+        return False, str(exc)
+    try:
+        proc = subprocess.run(
+            launcher.argv,
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=launcher.env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"it did not run: {exc}"
+    finally:
+        launcher.close()
+    if proc.returncode == 0:
+        return True, "a zygote confines itself"
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return False, lines[-1] if lines else f"exit code {proc.returncode}"
 
 
 def namespaces_status(timeout: float = 10.0) -> tuple[bool, str]:

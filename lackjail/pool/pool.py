@@ -116,8 +116,9 @@ class Pool:
             why = why if ok else f"{cause}; {why}"
         if levels[-1] != "seccomp":
             weaker = isolation.LEVELS[isolation.LEVELS.index(levels[-1]) + 1]
+            who = "this run" if exact else f"policy '{self.policy.name}'"
             raise isolation.IsolationError(
-                f"policy '{self.policy.name}' requires {levels[-1]} isolation"
+                f"{who} requires {levels[-1]} isolation"
                 f"{' or stronger' if len(levels) > 1 else ''}, which this host cannot "
                 f"provide: {why} (run 'lackjail doctor'; a policy with isolation = "
                 f'"{weaker}" accepts the {weaker} level)'
