@@ -4,9 +4,6 @@ import os
 import subprocess
 import sys
 
-import others
-from others import ordinary_user  # noqa: F401 - the security tests' ordinary user
-
 from lackjail.kit import resolve_kit
 from lackjail.policy import Policy, ToolRules
 
@@ -19,9 +16,18 @@ def session(ws, dry_run=False, **tool_rules):
     return resolve_kit("files", workspace=ws).session(policy, ws, dry_run=dry_run)
 
 
+def ordinary_user():
+    """The ordinary test user (useradd'ed when we are root); None if not root."""
+    import others  # tests/ is on the path in pytest, not in this module's subprocesses
+
+    return others.ordinary_user()
+
+
 def run_as(user: str, code: str, env=None) -> subprocess.CompletedProcess:
     """Run Python CODE as USER (runuser), with lackjail importable however unreachable this
     interpreter or checkout is to that user (through others.reachable's copy)."""
+    import others
+
     return others.run_as(user, others.reachable(), code, env=env or {})
 
 
