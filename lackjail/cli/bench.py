@@ -3,7 +3,7 @@
 import click
 
 from lackjail.bench import SECTIONS
-from lackjail.cli.common import emit_json
+from lackjail.cli.common import Command, emit_json
 from lackjail.cli.options import isolation_option
 
 
@@ -13,7 +13,7 @@ def _shown(value) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "-n", "runs", default=500, show_default=True, type=click.IntRange(1), help="Runs per figure."
 )

@@ -13,6 +13,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
+from lackjail.errors import HostError
+
 PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_RPATH, DT_RUNPATH = 0, 1, 5, 15, 29
 MAX_OBJECTS = 1000  # a closure larger than this is not a Python's
@@ -21,7 +23,7 @@ CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 LD_CACHE = "/etc/ld.so.cache"
 
 
-class ElfError(ValueError):
+class ElfError(HostError, ValueError):
     """A file that is not an ELF object this reader understands."""
 
 

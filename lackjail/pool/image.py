@@ -21,13 +21,14 @@ from nsjail.config import Exe, IdMap, MountPt, NsJailConfig
 from nsjail.enums import LogLevel, Mode
 from nsjail.serializers.textproto import to_textproto
 
+from lackjail.errors import HostError
 from lackjail.pool import interpreter
 
 IMAGE_DIR = resources.files("lackjail") / "images"  # package data: ships in the wheel
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
-class ImageError(RuntimeError):
+class ImageError(HostError, RuntimeError):
     """An image that cannot be built on this host; the message says what is missing."""
 
 

@@ -24,13 +24,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from lackjail.errors import HostError
 from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
 from lackjail.pool.syscall_filter import child_filter
 from lackjail.worker import landlock
 
 
-class IsolationError(RuntimeError):
+class IsolationError(HostError, RuntimeError):
     """The isolation a policy demands cannot be had on this host."""
 
 
@@ -71,10 +72,16 @@ class Launcher:
 
 
 def zygote_config(
-    limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
+    limits,
+    mode: str,
+    runs_per_child: int,
+    spares: int = 2,
+    seccomp: bool = True,
+    python_level: bool = False,
 ) -> str:
     """The zygote's settings as a Python dict literal of constants (zygote.read_config),
-    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off)."""
+    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off).
+    PYTHON_LEVEL: the zygote imports the python level's modules before its first fork."""
     return repr(
         {
             "memory_mb": limits.memory_mb,
@@ -83,6 +90,7 @@ def zygote_config(
             "value_bytes": limits.value_bytes,
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
             "spares": spares,
+            "python": python_level,
             "seccomp": seccomp,
             "bpf": child_filter() if seccomp else b"",
         }
