@@ -302,20 +302,30 @@ def run_one(channel, msg, limits):
 
     The run gets the CPU limit for itself: a profiling timer (CPU time, SIGPROF,
     whose default action ends the process) armed now and disarmed at the end.
+    A run may ask for less CPU than the child's limit, never more (the zygote
+    lowers its address space, which a confined child cannot). A session's run
+    starts from the globals its child's earlier runs left.
     """
     cpu_start = _cpu_ms(resource.getrusage(resource.RUSAGE_SELF))
-    if limits["cpu_s"]:
-        signal.setitimer(signal.ITIMER_PROF, limits["cpu_s"])
+    cpu_s = _tighter(limits["cpu_s"], msg["cpu_s"])
+    if cpu_s:
+        signal.setitimer(signal.ITIMER_PROF, cpu_s)
+    memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
     out = Output(channel, limits["output_bytes"])
     status, value, errors = "ok", None, []
     Stop.raised.clear()
+    kept = _SESSION.get("globals") if msg["session"] else None
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
         language = msg["language"]
         check, tree = lang.validate_tree(
-            msg["src"], tools=visible, params=list(params), language=language
+            msg["src"],
+            tools=visible,
+            params=list(params),
+            language=language,
+            defined=_defined(kept, language, visible) if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -325,7 +335,12 @@ def run_one(channel, msg, limits):
                 code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
             except SyntaxError as exc:  # what only the compiler refuses (a validator gap)
                 raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
-            namespace = dict(NAMESPACES[language])
+            if kept is not None:
+                namespace = kept
+            else:
+                namespace = dict(NAMESPACES[language])
+                if msg["session"]:
+                    _SESSION["globals"] = namespace
             namespace["print"] = make_print(out)
             namespace.update(params)
             counter = [0]
@@ -336,8 +351,11 @@ def run_one(channel, msg, limits):
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = {}
-            exec(code, namespace)
-            value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
+            try:
+                exec(code, namespace)
+                value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
+            finally:
+                namespace.pop(VALUE_NAME, None)
             out.flush()
     except _Invalid as exc:
         message, line, col = exc.args
@@ -350,7 +368,7 @@ def run_one(channel, msg, limits):
         errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
     except MemoryError:
         status, value = "memory", None
-        errors = [{"message": f"memory limit of {limits['memory_mb']} MB exceeded"}]
+        errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
     except ToolError as exc:
         status, value = "error", None
         errors = [_runtime_error(str(exc), exc, msg["src"])]
@@ -370,6 +388,26 @@ def run_one(channel, msg, limits):
     cpu_ms = round(_cpu_ms(usage) - cpu_start, 3)
     errors = [{k: v for k, v in e.items() if v is not None} for e in errors]
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
+
+
+_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
+
+
+def _tighter(own, asked):
+    """The run's limit: ASKED when it is set and below the child's OWN (0: none)."""
+    if asked and (not own or asked < own):
+        return asked
+    return own
+
+
+def _defined(namespace, language, tools):
+    """What a session's earlier runs bound: the kept globals but the level's own names,
+    print and the tools (bound again for every run)."""
+    base = NAMESPACES[language]
+    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
+
+
+_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
 
 
 def _load_builtins():
