@@ -71,14 +71,14 @@ class LackjailExecutor(PythonExecutor):
     # -- PythonExecutor --------------------------------------------------------------
 
     def send_tools(self, tools: dict) -> None:
-        """The agent's tools (name -> smolagents Tool) become the jail's; new ones reopen it."""
+        """The agent's tools (name -> smolagents Tool) become the jail's. Tools of the same
+        names and inputs replace the ones the jail calls; others reopen the jail (and the
+        session: what the steps bound is gone)."""
         tools = dict(tools)
-        if tools.keys() == self._tools.keys() and all(
-            tools[name] is self._tools[name] for name in tools
-        ):
-            return
+        same = _shape(tools) == _shape(self._tools)
         self._tools = tools
-        self.cleanup()
+        if not same:
+            self.cleanup()
 
     def send_variables(self, variables: dict) -> None:
         """VARIABLES become variables of the session at the next step."""
@@ -102,11 +102,10 @@ class LackjailExecutor(PythonExecutor):
     def instructions(self) -> str:
         """What the model needs to know about the language (and the kit's tools: the agent's
         own are listed by smolagents): pass it as CodeAgent(instructions=...)."""
-        from lackjail.infer.prompt import prompt
+        import lackjail
 
-        kit = self.options["kit"]
-        return prompt(
-            kit,
+        return lackjail.prompt(
+            self.options["kit"],
             self.options["language"],
             policy=self.options["policy"],
             workspace=self.options["workspace"],
@@ -116,11 +115,16 @@ class LackjailExecutor(PythonExecutor):
         if self._code is None:
             from lackjail import Jail
 
-            tools = {name: _as_function(name, tool) for name, tool in self._tools.items()}
+            tools = {name: self._calling(name) for name in self._tools}
             tools["final_answer"] = self._final_answer
             self._jail = Jail(tools=tools, **self.options)
             self._code = CodeSession(self._jail, timeout=self.timeout)
         return self._code
+
+    def _calling(self, name: str):
+        """A function with the signature and docstring of the agent's tool NAME, calling the
+        one the agent sent last."""
+        return _as_function(name, self._tools[name], lambda: self._tools[name])
 
     def _final_answer(self, answer):
         """Provides a final answer to the given problem: the step ends with it."""
@@ -144,9 +148,18 @@ class LackjailExecutor(PythonExecutor):
 _NO_ANSWER = object()
 
 
-def _as_function(name: str, tool):
+def _shape(tools: dict) -> list:
+    """What the jail's specs are made from: each tool's name, inputs and output type."""
+    return sorted(
+        (name, repr(getattr(tool, "inputs", None)), repr(getattr(tool, "output_type", None)))
+        for name, tool in tools.items()
+    )
+
+
+def _as_function(name: str, tool, current):
     """A plain function with the signature and docstring of smolagents Tool TOOL (whose own
-    `__call__(*args, **kwargs)` says nothing of its arguments), returning plain data."""
+    `__call__(*args, **kwargs)` says nothing of its arguments), calling the tool CURRENT()
+    gives and returning plain data."""
     params = []
     for arg, schema in tool.inputs.items():
         kind = TYPES.get(schema.get("type"), "Any")
@@ -161,7 +174,7 @@ def _as_function(name: str, tool):
         )
 
     def call(**arguments):
-        return _plain(tool(**arguments))
+        return _plain(current()(**arguments))
 
     call.__name__ = call.__qualname__ = name
     call.__signature__ = inspect.Signature(params)
