@@ -325,7 +325,7 @@ def run_one(channel, msg, limits):
             tools=visible,
             params=list(params),
             language=language,
-            defined=_defined(kept, language, visible) if kept is not None else (),
+            defined=_SESSION["names"] if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -340,7 +340,9 @@ def run_one(channel, msg, limits):
             else:
                 namespace = dict(NAMESPACES[language])
                 if msg["session"]:
-                    _SESSION["globals"] = namespace
+                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+            if msg["session"]:  # what the next run may use: this one's bindings and params
+                _SESSION["names"].update(check.variables, params)
             namespace["print"] = make_print(out)
             namespace.update(params)
             counter = [0]
@@ -390,7 +392,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
+# A session child's globals, kept from one run to the next, and the names its runs bound
+# (as their validation found them: the next run's validator may let the program use them).
+_SESSION: dict = {}
 
 
 def _tighter(own, asked):
@@ -398,16 +402,6 @@ def _tighter(own, asked):
     if asked and (not own or asked < own):
         return asked
     return own
-
-
-def _defined(namespace, language, tools):
-    """What a session's earlier runs bound: the kept globals but the level's own names,
-    print and the tools (bound again for every run)."""
-    base = NAMESPACES[language]
-    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
-
-
-_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
 
 
 def _load_builtins():

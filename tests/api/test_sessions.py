@@ -152,3 +152,15 @@ def test_async_sessions_keep_state_and_stay_apart(require_nsjail):
     assert values == ["a", "b"]
     assert plain.status == "invalid"
     assert streamed[0]["text"] == "a\n" and streamed[-1].value == "a"
+
+
+def test_the_memory_limit_bounds_the_session_as_a_whole(require_nsjail):
+    big = "[0] * 17000000"  # ~136 MB: one fits in the 256 MB limit, two do not
+    base = load_policy("default")
+    policy = base.replace(limits=base.limits.__class__(wall_s=10.0, cpu_s=5, memory_mb=256))
+    with Jail(policy=policy, workers=1) as j, j.session() as s:
+        assert s.run(f"first = {big}\nlen(first)").value == 17000000
+        second = s.run(f"second = {big}\nlen(second)")
+        assert second.status == "memory", second.errors
+        alone = j.run(f"second = {big}\nlen(second)")  # a plain run has the limit to itself
+        assert (alone.status, alone.value) == ("ok", 17000000), alone.errors
