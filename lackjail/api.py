@@ -30,6 +30,7 @@ from lackjail.checker import Checker
 from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
 from lackjail.sessions import AsyncSession, Session, Sessions
+from lackjail.workspace.hostfs import Root
 
 _DONE = object()  # the end of an AsyncJail.map
 
@@ -124,7 +125,9 @@ class Jail:
         tool_loop: asyncio.AbstractEventLoop | None = None,
     ):
         self.policy: Policy = load_policy(policy)
-        self.workspace = os.path.abspath(workspace or os.getcwd())
+        # opened once: every run acts beneath this descriptor, whatever the path names later
+        self._root = Root(workspace)
+        self.workspace = self._root.path
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
@@ -134,7 +137,13 @@ class Jail:
         self._jail_tools = (
             {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
         )
-        self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
+        self.pool = Pool(
+            self.policy,
+            workers=workers,
+            mode=mode,
+            isolation_level=isolation,
+            python_level=self.checker.language == "python",
+        )
         self._sessions = Sessions(self.policy.pool.max_sessions)
 
     @property
@@ -153,6 +162,7 @@ class Jail:
         self.pool.close()
         if self._callables is not None:
             self._callables.close()
+        self._root.close()
 
     def check(self, program: Program, params: Params | Iterable[str] | None = None):
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
@@ -343,7 +353,7 @@ class Jail:
         if self.kit is not None:
             tools = self.kit.session(
                 self.policy,
-                self.workspace,
+                self._root,
                 approve=approve or self.approve,
                 on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
                 dry_run=dry_run,
@@ -393,7 +403,7 @@ class Jail:
         from lackjail.kit import Kit, Toolbox, resolve_kit
         from lackjail.kit.tools.callables import CallableProvider, callable_specs
 
-        resolved = resolve_kit(kit, workspace=self.workspace, extra_tools=extra_tools)
+        resolved = resolve_kit(kit, workspace=self._root, extra_tools=extra_tools)
         if not tools:
             return resolved
         box = Toolbox()  # the kit's, and this Jail's callables: a caller's toolbox stays as it was
@@ -408,7 +418,7 @@ class Jail:
         base = Kit(
             resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
         )
-        return resolve_kit(base, workspace=self.workspace, extra_tools=specs, toolbox=box)
+        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
 
 
 def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:

@@ -60,8 +60,13 @@ def init(workspace):
     from lackjail.infer import TemplateError, TemplateStore
     from lackjail.infer.templates import SUFFIX as TEMPLATE_SUFFIX
     from lackjail.kit import KitError, write_kit
+    from lackjail.workspace import Root
 
-    root = os.path.abspath(workspace or os.getcwd())
+    try:
+        opened = Root(workspace)  # opened once: every file below is made beneath it
+    except KitError as exc:
+        raise click.UsageError(str(exc)) from None
+    root = opened.path
     folder = os.path.join(root, ".lackjail")
     config = os.path.join(folder, "config.toml")
     kit = os.path.join(folder, "kits", "project.kit")
@@ -80,9 +85,9 @@ def init(workspace):
             "(edit it, or remove it and run init again)"
         )
     try:
-        _write_config(os.path.realpath(root), CONFIG)
-        write_kit(root, "project", KIT)
-        store = TemplateStore.at(root)
+        _write_config(opened, CONFIG)
+        write_kit(opened, "project", KIT)
+        store = TemplateStore.at(opened)
         saved = store.create(TEMPLATE_NAME, TEMPLATE_PATTERN, TEMPLATE_BODY)
     except (OSError, TemplateError, KitError) as exc:
         raise click.UsageError(f"cannot set up {terminal_safe(folder)}: {exc}") from None
@@ -91,15 +96,13 @@ def init(workspace):
     leave(0)
 
 
-def _write_config(root: str, text: str) -> None:
-    """Write `.lackjail/config.toml` beneath ROOT as its owner, never over a file or through a
-    symlink (one swapped in after init's check included); OSError."""
-    from lackjail.workspace.beneath import Tree
-    from lackjail.workspace.files import write_whole
-    from lackjail.workspace.owner import Owner
+def _write_config(root, text: str) -> None:
+    """Write `.lackjail/config.toml` beneath the opened workspace ROOT as its owner, never over
+    a file or through a symlink (one swapped in after init's check included); OSError."""
+    from lackjail.workspace.hostfs import write_whole
 
-    with Owner.of(root).acting():
-        tree = Tree.below(root, ".lackjail", create=True)
+    with root.owner.acting():
+        tree = root.tree.below(".lackjail", create=True)
         try:
             write_whole(tree, "config.toml", text.encode("utf-8"), replace=False)
         finally:

@@ -48,6 +48,7 @@ class Pool:
         workers: int | None = None,
         mode: str | None = None,
         isolation_level: str | None = None,
+        python_level: bool = False,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
             raise ArgumentError(
@@ -55,6 +56,7 @@ class Pool:
                 f"pool.workers), not {workers}"
             )
         self.policy = policy
+        self.python_level = python_level  # its zygotes import the python level's modules
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
@@ -80,7 +82,7 @@ class Pool:
         self.launcher = None
         self._session_launcher = None  # the zygotes of sessions' jails (session_jail)
         started = time.monotonic()
-        first = self._start_first(isolation_level or policy.isolation)
+        first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
         self.cold_start_ms = (time.monotonic() - started) * 1000
         self._idle.append(first)
         self._supervisor = threading.Thread(
@@ -94,34 +96,43 @@ class Pool:
 
     # -- starting -------------------------------------------------------
 
-    def _start_first(self, demanded: str) -> JailProcess:
-        """Start the first jail and wait for it: nsjail when it works; the seccomp
-        fallback only when the demanded level allows it. Sets the launcher."""
+    def _start_first(self, demanded: str, exact: bool) -> JailProcess:
+        """Start the first jail and wait for it, at the strongest level this host has down
+        to DEMANDED, the weakest the policy accepts (or at DEMANDED alone when EXACT; `any`:
+        the strongest there is). Sets the launcher."""
         args = isolation.zygote_config(
-            self.limits, self.mode, self.policy.pool.recycle_after, self.policy.pool.spares
+            self.limits,
+            self.mode,
+            self.policy.pool.recycle_after,
+            self.policy.pool.spares,
+            python_level=self.python_level,
         )
-        why = ""
-        if demanded in ("nsjail", "any"):
+        levels = isolation.LEVELS
+        if demanded != "any":
+            levels = (demanded,) if exact else levels[: levels.index(demanded) + 1]
+        failures = []
+        for level in levels:
             try:
-                self.launcher = isolation.nsjail_launcher(args)
+                self.launcher = _launcher(level, args)
                 return self._start_now()
             except (isolation.IsolationError, images.ImageError, JailDied, OSError) as exc:
-                why = str(exc)
+                failures.append((level, str(exc)))
                 self._close_launcher()
-            if demanded == "nsjail":
-                raise isolation.IsolationError(
-                    f"policy '{self.policy.name}' requires nsjail isolation, which this host "
-                    f"cannot provide: {why} (run 'lackjail doctor'; set isolation = \"any\" "
-                    "to allow the seccomp fallback)"
-                )
-        self.launcher = isolation.seccomp_launcher(args)
-        try:
-            return self._start_now()
-        except (JailDied, OSError) as exc:
-            self._close_launcher()
-            raise PoolError(
-                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
-            ) from None
+                self.launcher = None
+        why = "; ".join(f"{level}: {text}" for level, text in failures)
+        if failures[0][0] == "nsjail":
+            ok, cause = isolation.namespaces_status()
+            why = why if ok else f"{cause}; {why}"
+        if levels[-1] != "seccomp":
+            weaker = isolation.LEVELS[isolation.LEVELS.index(levels[-1]) + 1]
+            who = "this run" if exact else f"policy '{self.policy.name}'"
+            raise isolation.IsolationError(
+                f"{who} requires {levels[-1]} isolation"
+                f"{' or stronger' if len(levels) > 1 else ''}, which this host cannot "
+                f"provide: {why} (run 'lackjail doctor'; a policy with isolation = "
+                f'"{weaker}" accepts the {weaker} level)'
+            )
+        raise PoolError(f"no jail could start: {why}")
 
     def _start_now(self) -> JailProcess:
         jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
@@ -524,6 +535,14 @@ class Pool:
             self.launcher.close()
         if self._session_launcher is not None:
             self._session_launcher.close()
+
+
+def _launcher(level: str, zygote_args: str) -> isolation.Launcher:
+    if level == "nsjail":
+        return isolation.nsjail_launcher(zygote_args)
+    if level == "landlock":
+        return isolation.landlock_launcher(zygote_args)
+    return isolation.seccomp_launcher(zygote_args)
 
 
 def _drain(fd: int) -> None:

@@ -11,7 +11,7 @@ from importlib import resources
 
 from lackjail.errors import KitError, ToolCallError
 from lackjail.workspace.files import read_beneath
-from lackjail.workspace.paths import show, workspace_root
+from lackjail.workspace.paths import show
 
 MAX_DOC_BYTES = 1 << 20
 BUNDLED = "lackjail:"  # the prefix of a doc shipped with lackjail
@@ -24,9 +24,8 @@ def resolve_doc(path: str, workspace=None, protection=None) -> str:
     """
     if path.startswith(BUNDLED):
         return bundled_doc(path.removeprefix(BUNDLED))
-    root = workspace_root(workspace)
     try:
-        data = read_beneath(root, path, MAX_DOC_BYTES, protection)
+        data = read_beneath(workspace, path, MAX_DOC_BYTES, protection)
     except ToolCallError as exc:
         raise KitError(f"cannot read doc {show(path)}: {exc}") from None
     try:
