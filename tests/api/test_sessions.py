@@ -164,3 +164,15 @@ def test_the_memory_limit_bounds_the_session_as_a_whole(require_nsjail):
         assert second.status == "memory", second.errors
         alone = j.run(f"second = {big}\nlen(second)")  # a plain run has the limit to itself
         assert (alone.status, alone.value) == ("ok", 17000000), alone.errors
+
+
+@pytest.mark.parametrize("level", ["landlock", "seccomp"])
+def test_a_session_runs_at_the_pools_own_isolation_level(require_nsjail, level):
+    with Jail(workers=1, isolation=level) as j:
+        if j.isolation != level:
+            pytest.skip(f"this host runs {j.isolation} when asked for {level}")
+        with j.session() as s:
+            assert s._jail_of_its_own._launcher.level == level  # what started its zygote
+            assert s.run("a = 5").isolation == level
+            r = s.run("a + 1")
+    assert (r.status, r.value, r.isolation) == ("ok", 6, level)
