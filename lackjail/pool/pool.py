@@ -463,10 +463,8 @@ class Pool:
                 raise PoolError("the jail pool is closed")
             if self._session_launcher is None:
                 args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
-                if self.launcher.level == "nsjail":
-                    self._session_launcher = isolation.nsjail_launcher(args)
-                else:
-                    self._session_launcher = isolation.seccomp_launcher(args)
+                # the level the pool's own jails run at, never a weaker one
+                self._session_launcher = _launcher(self.launcher.level, args)
             launcher = self._session_launcher
             ident = next(self._ids)
         return SessionJail(

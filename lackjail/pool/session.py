@@ -48,7 +48,12 @@ class SessionJail:
         jail = JailProcess(self._launcher, self._ident, self._max_frame)
         jail.memory_mb = self._memory_mb
         try:
-            jail.wait_ready_child(time.monotonic() + self._start_s)
+            # A zygote forks its first child before it readies its heap for the children
+            # (warm caches, immortal objects), to serve a pool's first run sooner; a session
+            # serves all its runs from one child, so it lets that one go and takes the next.
+            deadline = time.monotonic() + self._start_s
+            jail.drop(jail.wait_ready_child(deadline))
+            jail.wait_ready_child(deadline)
         except (JailDied, protocol.ProtocolError) as exc:
             jail.kill()
             raise JailDied(f"{exc}{jail.log_tail()}") from None
