@@ -9,7 +9,9 @@ refused by Landlock at every ABI. As root, the process first gives up every
 capability, for good: uid 0 with none is an ordinary owner of root's files, which
 Landlock still confines.
 
-Called through libc's syscall(2), built from _ctypes as lackjail.worker.libc does.
+Called through libc's syscall(2), built from _ctypes as lackjail.worker.libc does. (The
+`landlock` package on the package index, 1.0.0.dev5, is an alpha covering files only, no
+TCP rules or scopes, and brings ctypes and enum into the jail.)
 """
 
 import _ctypes
