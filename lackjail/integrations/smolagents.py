@@ -177,7 +177,7 @@ def _as_function(name: str, tool, current):
         return _plain(current()(**arguments))
 
     call.__name__ = call.__qualname__ = name
-    call.__signature__ = inspect.Signature(params)
+    call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     lines = [" ".join(str(tool.description).split()) or name]
     if tool.inputs:
         lines += ["", "Parameters:"] + [
