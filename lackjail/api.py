@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from lackjail import fanout, lang, protocol
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
-from lackjail.pool import Pool, Request
+from lackjail.pool import Pool, PoolError, Request
 
 _DONE = object()  # the end of an AsyncJail.map
 
@@ -197,7 +197,7 @@ class Jail:
             self._map_concurrency() if concurrency is None else concurrency,
             window,
         ):
-            if done.index < 0:
+            if done.index < 0 and done.error is not None:  # the jobs' iterator failed
                 raise done.error
             if isinstance(done.error, Exception):
                 yield done.job[0], _killed(f"lackjail could not run this program: {done.error}")
@@ -305,7 +305,10 @@ class AsyncJail:
             await asyncio.to_thread(self.jail.close)
 
     async def run(self, program, params=None, **kwargs) -> Result:
-        return await asyncio.to_thread(self.jail.run, program, params, **kwargs)
+        jail = self.jail
+        if jail is None:
+            raise PoolError("the AsyncJail is not open: use `async with AsyncJail(...) as jail`")
+        return await asyncio.to_thread(lambda: jail.run(program, params, **kwargs))
 
     async def stream(self, program, params=None, **kwargs):
         """Async iterator over the same events as Jail.stream."""

@@ -102,7 +102,7 @@ def _dialed(address: str | None) -> tuple[str, int] | None:
             if not url.hostname:
                 raise ValueError(f"{target!r} names no host")
             return url.hostname, url.port or RAY_CLIENT_PORT
-        hostport = canonicalize_bootstrap_address(target)
+        hostport = canonicalize_bootstrap_address(target or "auto")
         if hostport is None:
             return None
         host, _, port = hostport.rpartition(":")
@@ -202,7 +202,7 @@ class RayJail:
         self._start(policy, kit, isolation, concurrency, runtime_env)
 
     def _start(self, policy, kit, isolation, concurrency, runtime_env) -> None:
-        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)
+        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)  # type: ignore[call-overload]
         starting = {}
         for node in ray.nodes():
             if not node.get("Alive"):
@@ -249,7 +249,7 @@ class RayJail:
         seqs = iter(range(1 << 62))
         exhausted = False
         while True:
-            for actor in sorted(load, key=load.get):
+            for actor in sorted(load, key=lambda a: load[a]):
                 while load.get(actor, self.chunks_in_flight) < self.chunks_in_flight:
                     chunk = [retry.popleft() for _ in range(min(len(retry), self.chunk))]
                     while not exhausted and len(chunk) < self.chunk:

@@ -22,7 +22,7 @@ class Failure(click.ClickException):
 
     def __init__(self, error: LackjailError):
         super().__init__(str(error))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click's is a class default
 
 
 def _failing(invoke):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from lackjail.errors import InputError
 from lackjail.infer import anthropic, ollama, prompt, ruletier
@@ -18,6 +19,9 @@ from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
 from lackjail.infer.sanitize import sanitize
 from lackjail.infer.templates import TemplateError, TemplateStore
+
+if TYPE_CHECKING:
+    from lackjail.api import Result
 
 MAX_INTENT_CHARS = 8192
 PROVIDERS = {"ollama": ollama.complete, "anthropic": anthropic.complete}
@@ -56,7 +60,7 @@ class DelegateResult:
     """A Generation and, when it was run, the jail's Result."""
 
     generation: Generation
-    result: object = None  # lackjail.api.Result, or None when not run / nothing generated
+    result: Result | None = None  # lackjail.api.Result, or None when not run / nothing generated
 
     @property
     def status(self) -> str:
@@ -250,7 +254,7 @@ def delegate(
         generation.timings["run_ms"] = _ms(started)
         if generation.tier == "templates":
             store = TemplateStore.at(root if root is not None else os.getcwd())
-            if not store.record(generation.source, outcome.result.status == "ok"):
+            if not store.record(generation.source or "", outcome.result.status == "ok"):
                 generation.notes.append(
                     {
                         "tier": "templates",

@@ -76,7 +76,7 @@ class Pool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.launcher = None
+        self.launcher: isolation.Launcher | None = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation)
         self.cold_start_ms = (time.monotonic() - started) * 1000
@@ -88,7 +88,7 @@ class Pool:
 
     @property
     def isolation(self) -> str:
-        return self.launcher.level
+        return self.launcher.level if self.launcher is not None else "none"
 
     # -- starting -------------------------------------------------------
 

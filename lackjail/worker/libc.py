@@ -35,7 +35,7 @@ class _Function(_ctypes.CFuncPtr):
     _restype_ = c_int
 
 
-_PROCESS = _ctypes.dlopen(None, os.RTLD_LOCAL)  # the process's own symbols: libc's among them
+_PROCESS = _ctypes.dlopen(None, os.RTLD_LOCAL)  # type: ignore[arg-type]  # the process's own symbols: libc's among them
 prctl = _Function(_ctypes.dlsym(_PROCESS, "prctl"))
 malloc_trim = _Function(_ctypes.dlsym(_PROCESS, "malloc_trim"))
 Structure = _ctypes.Structure
