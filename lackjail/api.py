@@ -16,51 +16,15 @@ import os
 import queue
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from lackjail import fanout, lang, protocol
+from lackjail import fanout, lang
 from lackjail.checker import Checker
 from lackjail.policy import Policy, load_policy
 from lackjail.pool import Pool, PoolError, Request
+from lackjail.result import Result, stats
 
 _DONE = object()  # the end of an AsyncJail.map
-
-
-@dataclass
-class Result:
-    """What a run produced; `to_dict()` is the `--json` contract of DESIGN.md."""
-
-    status: str
-    value: object = None
-    output: str = ""
-    errors: list = field(default_factory=list)
-    trace: list = field(default_factory=list)
-    isolation: str = ""
-    mode: str = ""
-    stats: dict = field(default_factory=dict)
-    written: list = field(default_factory=list)
-    diff: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def exit_code(self) -> int:
-        return protocol.exit_code(self.status)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _invalid(errors, isolation="", mode="") -> Result:
-    return Result(
-        "invalid",
-        errors=errors,
-        isolation=isolation,
-        mode=mode,
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 def _settle(session, result: Result, dry_run: bool) -> None:
@@ -200,7 +164,10 @@ class Jail:
             if done.index < 0 and done.error is not None:  # the jobs' iterator failed
                 raise done.error
             if isinstance(done.error, Exception):
-                yield done.job[0], _killed(f"lackjail could not run this program: {done.error}")
+                yield (
+                    done.job[0],
+                    Result.killed(f"lackjail could not run this program: {done.error}"),
+                )
             elif done.error is not None:
                 raise done.error
             else:
@@ -217,7 +184,8 @@ class Jail:
         mode = self.pool.mode
         check = self.checker.check(program, params)
         if not check.valid:
-            return _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+            errors: list[Any] = [e.to_dict() for e in check.errors]
+            return Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
         source = lang.decode_source(program)  # exactly the text the validator checked
         session = None
         if self.kit is not None:
@@ -253,12 +221,12 @@ class Jail:
         finally:
             if session is not None:
                 session.close()
-        result.stats = {
-            "wall_ms": round((time.perf_counter() - started) * 1000, 3),
-            "cpu_ms": outcome.cpu_ms,
-            "max_rss_kb": outcome.max_rss_kb,
-            "tool_calls": len(result.trace),
-        }
+        result.stats = stats(
+            (time.perf_counter() - started) * 1000,
+            outcome.cpu_ms,
+            outcome.max_rss_kb,
+            len(result.trace),
+        )
         return result
 
 
@@ -268,14 +236,6 @@ def _job(job, shared) -> tuple:
         program, own = job
         return program, {**(shared or {}), **(own or {})}
     return job, shared
-
-
-def _killed(message: str) -> Result:
-    return Result(
-        "killed",
-        errors=[{"message": message}],
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 def _resolve_kit(kit, workspace, extra_tools):

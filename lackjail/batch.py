@@ -176,18 +176,9 @@ class ResultWriter:
 
 
 def invalid_result(message: str) -> dict:
-    return {
-        "status": "invalid",
-        "value": None,
-        "output": "",
-        "errors": [{"message": message}],
-        "trace": [],
-        "isolation": "",
-        "mode": "",
-        "stats": {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-        "written": [],
-        "diff": "",
-    }
+    from lackjail.result import Result
+
+    return Result.failed("invalid", message).to_dict()
 
 
 def parse_line(

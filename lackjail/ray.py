@@ -37,8 +37,9 @@ import msgpack
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from lackjail.api import Jail, Result, _killed
+from lackjail.api import Jail
 from lackjail.errors import HostError
+from lackjail.result import Result
 
 PROBE_S = 5.0  # how long the cluster's port may take to accept a connection
 RAY_CLIENT_PORT = 10001  # Ray Client's default port, for ray://HOST
@@ -281,7 +282,7 @@ class RayJail:
                         self.retried += 1
                     else:
                         programs.pop(seq)
-                        yield keys.pop(seq), _killed(self._why_killed(seq in retried, exc))
+                        yield keys.pop(seq), Result.killed(self._why_killed(seq in retried, exc))
                 continue
             if actor in load:
                 load[actor] -= 1
@@ -290,10 +291,10 @@ class RayJail:
                 yield keys.pop(seq), Result(**result)
         # every actor is gone: what is left was never run
         for seq in list(retry) + [seq for seq in keys if seq not in retry]:
-            yield keys.pop(seq), _killed("not run: every actor of the cluster died")
+            yield keys.pop(seq), Result.killed("not run: every actor of the cluster died")
         if not exhausted:
             for key, _, _ in source:
-                yield key, _killed("not run: every actor of the cluster died")
+                yield key, Result.killed("not run: every actor of the cluster died")
 
     def _lost(self, actor, exc, load) -> None:
         load.pop(actor, None)

@@ -64,6 +64,10 @@ class ValidationResult:
     """
 
     __slots__ = ("valid", "errors", "calls", "variables")
+    valid: bool
+    errors: list[ValidationError]
+    calls: list[str]
+    variables: list[str]
 
     def __init__(self, valid: bool, errors=None, calls=None, variables=None):
         self.valid = valid
