@@ -55,29 +55,35 @@ class Checker:
             self.reserved |= frozenset(lang.EXCEPTION_NAMES)
 
     def check(
-        self, program: str | bytes, params: Mapping[str, object] | Iterable[str] | None = None
+        self,
+        program: str | bytes,
+        params: Mapping[str, object] | Iterable[str] | None = None,
+        defined: Iterable[str] = (),
     ) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
         iterable of names (names only, as `check` without values does).
+        DEFINED: names an earlier run of the same session bound (a tuple).
         """
         params = params or {}
         names = tuple(n for n in params if isinstance(n, str))
+        defined = tuple(defined)
         if type(program) in (str, bytes) and len(program) <= CACHED_BYTES and not self.rules:
-            result = self._kept(program, names)
+            result = self._kept(program, names, defined)
         else:
-            result = self._validate(program, names)
+            result = self._validate(program, names, defined)
         bad = self.param_errors(params)
         if not bad:
             return result
         return ValidationResult(False, bad + result.errors, result.calls, result.variables)
 
-    def _validate(self, program, names: tuple) -> ValidationResult:
+    def _validate(self, program, names: tuple, defined: tuple = ()) -> ValidationResult:
         return lang.validate(
             program,
             tools=self.tools,
             params=names,
+            defined=defined,
             rules=self.rules,
             limits=self.limits,
             language=self.language,
@@ -85,17 +91,17 @@ class Checker:
             signatures=self.signatures,
         )
 
-    def _kept(self, program, names: tuple) -> ValidationResult:
+    def _kept(self, program, names: tuple, defined: tuple) -> ValidationResult:
         """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest
         CACHED of them, as immutable parts): the same text with the same names gets the same
         verdict from this Checker, and a program run many times (Jail.map over parameters,
         a reused jail) is parsed once. Only valid ones: a rejection may come from the
         parser's recursion or memory limits, which depend on more than the text."""
-        key = (program, names)
+        key = (program, names, defined)
         verdict = self._verdicts.get(key)
         if verdict is not None:
             return ValidationResult(*verdict)  # lists of its own for every caller
-        result = self._validate(program, names)
+        result = self._validate(program, names, defined)
         if result.valid:
             with self._keeping:  # callers on other threads keep and drop verdicts too
                 if len(self._verdicts) >= CACHED:

@@ -54,6 +54,8 @@ class PoolSettings:
     start_timeout_s: float = 10.0
     kill_grace_s: float = 0.5
     spares: int = 2  # children each jail keeps forked, warmed and confined ahead of runs
+    max_sessions: int = 16  # sessions open at once per Jail (each is a jail of its own)
+    session_idle_s: float = 600.0  # a session left idle this long is closed
 
     @property
     def worker_count(self) -> int:
@@ -204,6 +206,7 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
 # spare is a forked child waiting, so a stray zero or three means a host full of processes.
 MAX_WORKERS = 1024
 MAX_SPARES = 16
+MAX_SESSIONS = 1024
 
 
 def _check_pool(pool: PoolSettings) -> None:
@@ -216,6 +219,11 @@ def _check_pool(pool: PoolSettings) -> None:
         raise PolicyError(
             f"policy key 'pool.workers' must be at most {MAX_WORKERS} (0: one per CPU), "
             f"not {pool.workers}"
+        )
+    if not 1 <= pool.max_sessions <= MAX_SESSIONS:
+        raise PolicyError(
+            f"policy key 'pool.max_sessions' must be between 1 and {MAX_SESSIONS} (sessions "
+            f"open at once per Jail, each a jail of its own), not {pool.max_sessions}"
         )
     if pool.recycle_after < 1:
         raise PolicyError(

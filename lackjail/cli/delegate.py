@@ -11,7 +11,9 @@ MODEL_HINT = (
     "  to let a model write it: run Ollama (OLLAMA_HOST, default http://127.0.0.1:11434) or set "
     "ANTHROPIC_API_KEY;\n  choose tiers and models in .lackjail/config.toml: [inference] order = "
     '["templates", "rules", "ollama", "anthropic"], [inference.providers.ollama] model = "...", '
-    '[inference.providers.anthropic] model = "..."'
+    '[inference.providers.anthropic] model = "...";\n  for an OpenAI-compatible server (vLLM, '
+    'LM Studio, llama.cpp) add a provider with kind = "openai", base_url and model in your '
+    "own ~/.config/lackjail/config.toml"
 )
 
 
@@ -28,6 +30,11 @@ def _print_generation(gen) -> None:
             click.echo(f"  {error_line(err, f'last attempt ({last["tier"]})')}", err=True)
 
 
+def _asking(tier: str, provider) -> None:
+    """Say which model is asked and for how long at most, before a wait that may be long."""
+    note(f"lackjail: asking {tier} ({provider.model}), up to {provider.timeout:g} s")
+
+
 @click.command(cls=Command, epilog=EXIT_HELP)
 @click.argument("intent")
 @program_options(limits=True)
@@ -39,8 +46,15 @@ def _print_generation(gen) -> None:
     help="Run the generated program in the jail, or only print it.",
 )
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
+@click.option(
+    "--provider-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="How long each model tier may take to answer [inference.provider_timeout, else each "
+    "provider's timeout, else 60].",
+)
 @isolation_option()
-def delegate(intent, shared, run, yes, isolation):
+def delegate(intent, shared, run, yes, provider_timeout, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 
     Tiers and providers come from .lackjail/config.toml ([inference]). Exit 0
@@ -57,7 +71,10 @@ def delegate(intent, shared, run, yes, isolation):
     from lackjail import infer
 
     chosen = setup(shared)
+    on_ask = None if shared.as_json else _asking
     config = infer.load_config()
+    if provider_timeout is not None:
+        config = config.with_provider_timeout(provider_timeout)
     infer.check_intent(intent)
     if run:
         from lackjail.cli.jail import open_jail
@@ -68,7 +85,9 @@ def delegate(intent, shared, run, yes, isolation):
 
             approve = terminal_approver(yes)
         with open_jail(chosen, isolation=isolation, approve=approve) as jail:
-            outcome = infer.delegate(jail, intent, chosen.params, run=True, config=config)
+            outcome = infer.delegate(
+                jail, intent, chosen.params, run=True, config=config, on_ask=on_ask
+            )
     else:
         outcome = infer.DelegateResult(
             infer.generate(
@@ -77,6 +96,8 @@ def delegate(intent, shared, run, yes, isolation):
                 tuple(chosen.params),
                 config=config,
                 check=lambda program: chosen.checker.check(program, chosen.params),
+                language=chosen.checker.language,
+                on_ask=on_ask,
             )
         )
     gen = outcome.generation

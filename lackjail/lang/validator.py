@@ -1261,6 +1261,7 @@ def validate_tree(
     limits: ProgramLimits | None = None,
     language: str = DEFAULT_LANGUAGE,
     hints=None,
+    defined=(),
     signatures=None,
 ) -> tuple[ValidationResult, ast.Module | None]:
     """Check SOURCE (str or bytes) against the LANGUAGE level; return the result and,
@@ -1268,7 +1269,9 @@ def validate_tree(
 
     TOOLS are the names a program may call (kit tools; a pack namespace "fs"
     allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
-    the names the caller injects; RULES extra callables that tighten the check;
+    the names the caller injects; DEFINED the names an earlier run of the same
+    session bound (readable and rebindable, as if this program had bound them
+    first); RULES extra callables that tighten the check;
     HINTS maps a name the program may have meant to what to do about it (shown
     when it is unknown or undefined); SIGNATURES the tools' arguments, to check each call's
     arity, keyword names and literal types (see lang.calls). Raises ValueError only for an
@@ -1302,6 +1305,8 @@ def validate_tree(
     else:
         names = _NO_NAMES[extended]
     walker = _Walker(names, limits, lines, extended, hints)
+    if defined:
+        walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
     if signatures and complete:
         from .calls import check_calls  # the host's check: the jail never loads it
@@ -1314,6 +1319,21 @@ def validate_tree(
         errors.sort(key=_position)
     result = ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
     return result, (tree if result.valid else None)
+
+
+def _definable(defined, names: _Names) -> list:
+    """The names of DEFINED a program could have bound itself: a read of a bound name skips
+    every other check, so nothing forbidden, '__', non-ASCII, or hiding a builtin, tool or
+    parameter is let in (a keyword is harmless: no program can spell it as a name)."""
+    return [
+        n
+        for n in _name_list(defined, "defined")
+        if n.isidentifier()
+        and n.isascii()
+        and n[:2] != "__"
+        and n not in names.forbidden
+        and n not in names.callable
+    ]
 
 
 def _position(error: ValidationError):

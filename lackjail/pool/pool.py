@@ -18,11 +18,12 @@ import time
 
 from lackjail import protocol
 from lackjail.errors import ArgumentError, HostError
-from lackjail.policy import MAX_WORKERS, Policy
+from lackjail.policy import MAX_WORKERS, Limits, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
+from lackjail.pool.session import SESSION_RUNS, SessionJail
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -77,6 +78,8 @@ class Pool:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.launcher: isolation.Launcher | None = None
+        # the zygotes of sessions' jails (session_jail)
+        self._session_launcher: isolation.Launcher | None = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation)
         self.cold_start_ms = (time.monotonic() - started) * 1000
@@ -123,6 +126,7 @@ class Pool:
 
     def _start_now(self) -> JailProcess:
         jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        jail.memory_mb = self.limits.memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
         except (JailDied, protocol.ProtocolError) as exc:
@@ -246,6 +250,7 @@ class Pool:
                 with self._cond:
                     self._failed(str(exc))
                 return
+            jail.memory_mb = self.limits.memory_mb
             with self._cond:
                 self._jails.add(jail)
                 self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
@@ -412,16 +417,19 @@ class Pool:
         return f" (last start error: {self._last_error})" if self._last_error else ""
 
     def execute(
-        self, request: Request, tool_handler=None, on_output=None, wall_s: float | None = None
+        self, request: Request, tool_handler=None, on_output=None, limits: Limits | None = None
     ) -> Outcome:
         """Run REQUEST on a free jail; waits (bounded) when all are busy.
 
-        TOOL_HANDLER(tool, args, kwargs) answers a host tool call with an object
-        that has `ok`, `value`, `error` and `verdict` (the kit's CallOutcome); a
-        verdict ends the run with that status. ON_OUTPUT(text) receives printed
-        text as it arrives. Never raises for what the program or the jail does.
+        TOOL_HANDLER(tool, args, kwargs, deadline) answers a host tool call with
+        an object that has `ok`, `value`, `error` and `verdict` (the kit's
+        CallOutcome); a verdict ends the run with that status. ON_OUTPUT(text)
+        receives printed text as it arrives. LIMITS: this run's, at most the
+        policy's (wall_s, cpu_s and memory_mb may be tighter). Never raises for
+        what the program or the jail does.
         """
-        wall = wall_s or self.limits.wall_s
+        limits = limits or self.limits
+        wall = limits.wall_s
         try:
             jail, child = self._borrow_ready(self.policy.pool.start_timeout_s, wall)
         except (JailDied, protocol.ProtocolError) as exc:
@@ -430,14 +438,35 @@ class Pool:
             )
         retire = True
         try:
-            run = Run(
-                jail, child, request, tool_handler, on_output, self.limits, self.runs_per_child
-            )
+            run = Run(jail, child, request, tool_handler, on_output, limits, self.runs_per_child)
             outcome = run.execute(wall, self.policy.pool.kill_grace_s)
             retire = outcome.retire
             return outcome
         finally:
             self._give_back(jail, retire)
+
+    def session_jail(self) -> SessionJail:
+        """A jail of its own for one session, outside the pool's lending: its zygote keeps one
+        child, which serves every run of the session (see `SessionJail`)."""
+        with self._cond:
+            if self._closed:
+                raise PoolError("the jail pool is closed")
+            if self._session_launcher is None:
+                args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
+                if self.isolation == "nsjail":
+                    self._session_launcher = isolation.nsjail_launcher(args)
+                else:
+                    self._session_launcher = isolation.seccomp_launcher(args)
+            launcher = self._session_launcher
+            ident = next(self._ids)
+        return SessionJail(
+            launcher,
+            ident,
+            self.max_frame,
+            self.limits.memory_mb,
+            self.policy.pool.start_timeout_s,
+            self.policy.pool.kill_grace_s,
+        )
 
     def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
         """A jail lent to this run and its ready child. A jail found ended is retired and
@@ -494,6 +523,8 @@ class Pool:
     def _close_launcher(self) -> None:
         if self.launcher is not None:
             self.launcher.close()
+        if self._session_launcher is not None:
+            self._session_launcher.close()
 
 
 def _drain(fd: int) -> None:

@@ -144,7 +144,7 @@ class Zygote:
     def command(self):
         """Answer one control frame; False when the zygote must exit."""
         try:
-            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "stop"))
+            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "limit", "stop"))
         except (EOFError, OSError, protocol.ProtocolError):
             msg = protocol.make_stop()
         if msg["t"] == "ping":
@@ -153,6 +153,8 @@ class Zygote:
             for pid, gen in self.children.values():
                 if gen == msg["gen"]:
                     os.kill(pid, signal.SIGKILL)
+        elif msg["t"] == "limit":
+            self.limit(msg["gen"], msg["memory_mb"])
         else:
             for pid, _ in self.children.values():
                 os.kill(pid, signal.SIGKILL)
@@ -160,6 +162,23 @@ class Zygote:
                 os.waitpid(pid, 0)
             return False
         return True
+
+    def limit(self, gen, memory_mb):
+        """Lower the address space of child GEN to MEMORY_MB for its next run (0: back to the
+        configured limit), and say whether it was done. A confined child cannot change its own
+        rlimits (its filter kills setrlimit); only the soft limit moves, never above the hard."""
+        hard = self.cfg["memory_mb"] << 20
+        ok = False
+        for pid, child_gen in self.children.values():
+            if child_gen == gen:
+                try:
+                    resource.prlimit(
+                        pid, resource.RLIMIT_AS, (min(memory_mb << 20 or hard, hard), hard)
+                    )
+                    ok = True
+                except OSError:
+                    pass
+        self.send(protocol.make_limited(gen, memory_mb, ok))
 
     def serve(self):
         """Keep SPARES children forked ahead; until `stop` or the control socket closes."""
