@@ -295,6 +295,7 @@ class Jail:
                 result = Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
             else:
                 result = self._execute(program, params, dry_run, approve, emit, limits, session)
+                result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
                 ran = (*check.variables, *params)
         finally:
             if session is not None:
@@ -302,7 +303,6 @@ class Jail:
         if lost:
             note = f"the session's state was lost: {lost}; this run started clean"
             result.errors.insert(0, {"message": note})
-        result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
     def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
