@@ -40,13 +40,19 @@ demo: setup
 	$(VENV)/bin/lackjail check examples --kit files --param name=world --param path=notes.txt
 	$(VENV)/bin/lackjail run examples/hello.lackpy --param name=world
 
-# The Ray tests need the `ray` extra (~80 MB download, ~240 MB installed, ~30 s): only `make test`
-# installs it, so `make demo` stays lean; without it those tests skip and say why.
-test: setup $(VENV)/.ray
+# The Ray tests need the `ray` extra (~80 MB download, ~240 MB installed, ~30 s) and the agent
+# framework adapters' tests the `agents` extra (smolagents, pydantic-ai-slim, langchain-core,
+# openai-agents: ~40 MB download, ~170 MB installed): only `make test` installs them, so
+# `make demo` stays lean; without them those tests skip and say why.
+test: setup $(VENV)/.ray $(VENV)/.agents
 	$(PY) -m pytest
 
 $(VENV)/.ray: $(STAMP)
 	$(PY) -m pip install -q -e '.[ray]'
+	@touch $@
+
+$(VENV)/.agents: $(STAMP)
+	$(PY) -m pip install -q -e '.[agents]'
 	@touch $@
 
 # ruff (lint and formatting) and mypy (types, configured in pyproject.toml): all must be clean

@@ -100,7 +100,13 @@ class Jail:
         self._jail_tools = (
             {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
         )
-        self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
+        self.pool = Pool(
+            self.policy,
+            workers=workers,
+            mode=mode,
+            isolation_level=isolation,
+            python_level=self.checker.language == "python",
+        )
         self._sessions = Sessions(self.policy.pool.max_sessions)
 
     @property
