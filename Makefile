@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_EXAMPLES ?= 20000
 
-.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode
+.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode dist
 
 setup: $(STAMP) bytecode
 
@@ -77,5 +77,10 @@ $(VENV)/.bench-installed: $(STAMP)
 doctor: setup
 	$(VENV)/bin/lackjail doctor
 
+# The sdist and the wheel, in dist/ (`pip install dist/lackjail-*.whl` anywhere).
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache
