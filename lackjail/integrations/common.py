@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from lackjail.lang import format_error
+from lackjail.sessions import Session
 
 if TYPE_CHECKING:
     from lackjail.sessions import Session
