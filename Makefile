@@ -55,10 +55,12 @@ $(VENV)/.agents: $(STAMP)
 	$(PY) -m pip install -q -e '.[agents]'
 	@touch $@
 
-# ruff: lint and formatting, both must be clean (CI runs this before the tests).
+# ruff (lint and formatting) and mypy (types, configured in pyproject.toml): all must be clean
+# (CI runs this before the tests).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 fuzz: setup
 	LACKJAIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest fuzz -p no:randomly

@@ -57,7 +57,7 @@ def _cgroups() -> tuple[bool, str]:
 
 def report() -> list[dict]:
     """Checks as {name, ok, detail}; the last says which isolation level runs get."""
-    checks = []
+    checks: list[dict] = []
     binary = isolation.nsjail_binary()
     checks.append(
         {

@@ -167,7 +167,7 @@ def _spent(label, before: Usage, after: Usage, runs: int, wall_s: float) -> Figu
     for name, value in zip(names, per):
         figures[name] = value / runs * 1e6
     cpu = sum(per[1:]) / runs
-    figures[names[-1]] = os.cpu_count() / cpu if cpu > 0 else None
+    figures[names[-1]] = (os.cpu_count() or 1) / cpu if cpu > 0 else None
     if cpu <= 0:
         figures.missing(names[-1], "no CPU time was counted")
     return figures
