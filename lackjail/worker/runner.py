@@ -332,14 +332,13 @@ def run_one(channel, msg, limits):
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
-        visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
         language = msg["language"]
         check, tree = lang.validate_tree(
             msg["src"],
             tools=[*host_tools, *jail_tools],
             params=list(params),
             language=language,
-            defined=_defined(kept, language, visible) if kept is not None else (),
+            defined=_SESSION["names"] if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -354,7 +353,9 @@ def run_one(channel, msg, limits):
             else:
                 namespace = _namespace(language)
                 if msg["session"]:
-                    _SESSION["globals"] = namespace
+                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+            if msg["session"]:  # what the next run may use: this one's bindings and params
+                _SESSION["names"].update(check.variables, params)
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             counter = [0]
@@ -390,8 +391,8 @@ def run_one(channel, msg, limits):
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        stop = Stop.raised[0]
-        status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
+        held = Stop.raised[0]
+        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
@@ -404,7 +405,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
+# A session child's globals, kept from one run to the next, and the names its runs bound
+# (as their validation found them: the next run's validator may let the program use them).
+_SESSION: dict = {}
 
 
 def _tighter(own, asked):
@@ -412,16 +415,6 @@ def _tighter(own, asked):
     if asked and (not own or asked < own):
         return asked
     return own
-
-
-def _defined(namespace, language, tools):
-    """What a session's earlier runs bound: the kept globals but the level's own names,
-    print and the tools (bound again for every run)."""
-    base = NAMESPACES[language]
-    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
-
-
-_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
 
 
 def _namespace(language):
