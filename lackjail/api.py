@@ -97,12 +97,14 @@ class Jail:
         isolation: str | None = None,
         extra_tools=None,
         language: str | None = None,
+        audience: str = "library",
     ):
         self.policy: Policy = load_policy(policy)
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.approve = approve
         self.kit = _resolve_kit(kit, self.workspace, extra_tools)
-        self.checker = Checker(self.policy, self.kit, language)
+        # AUDIENCE: how a rejection names a higher level ("cli", "mcp" or "library")
+        self.checker = Checker(self.policy, self.kit, language, audience=audience)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (

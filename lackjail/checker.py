@@ -21,6 +21,13 @@ __all__ = ["Checker", "check", "format_error"]
 
 CACHED = 256  # valid verdicts a Checker keeps
 CACHED_BYTES = 8 << 10  # of programs up to this size
+# How a rejection names the higher level that accepts what was rejected, per audience: a
+# person at the CLI, an MCP client (which sets a tool argument, never a flag), a library caller.
+LEVEL_HINTS = {
+    "cli": "accepted at --language {level}",
+    "mcp": 'accepted with the language argument "{level}"',
+    "library": "accepted with language={level!r}",
+}
 
 
 class Checker:
@@ -28,7 +35,9 @@ class Checker:
 
     KIT is a resolved kit (anything with `.names`), None (no tools), a kit name
     or spec string (resolved beneath WORKSPACE), or an iterable of tool names.
-    LANGUAGE overrides the policy's level. RULES are extra custom rules.
+    LANGUAGE overrides the policy's level, among the levels the policy allows (a PolicyError
+    names them otherwise). RULES are extra custom rules. A rejected construct that a higher
+    level the policy allows accepts names that level, worded for AUDIENCE (LEVEL_HINTS).
     """
 
     def __init__(
@@ -39,15 +48,24 @@ class Checker:
         *,
         rules=(),
         workspace=None,
+        audience: str = "library",
     ):
         self.policy = load_policy(policy)
-        self.language = lang.check_language(language or self.policy.language)
+        self.language = self.policy.check_language(
+            lang.check_language(language or self.policy.language)
+        )
         kit = _resolved(kit, workspace)
         self.tools = _tool_names(kit)
         self.signatures = _signatures(kit)
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
+        self.level_hint = LEVEL_HINTS[audience]
+        self.higher = tuple(
+            level
+            for level in lang.LANGUAGES[lang.LANGUAGES.index(self.language) + 1 :]
+            if level in self.policy.languages
+        )
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self._keeping = threading.Lock()  # held while _verdicts changes
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
@@ -72,16 +90,42 @@ class Checker:
         return ValidationResult(False, bad + result.errors, result.calls, result.variables)
 
     def _validate(self, program, names: tuple) -> ValidationResult:
+        result = self._at(self.language, program, names)
+        if result.valid or not self.higher:
+            return result
+        return self._name_higher_levels(result, program, names)
+
+    def _at(self, level: str, program, names: tuple) -> ValidationResult:
         return lang.validate(
             program,
             tools=self.tools,
             params=names,
             rules=self.rules,
             limits=self.limits,
-            language=self.language,
+            language=level,
             hints=self.hints,
             signatures=self.signatures,
         )
+
+    def _name_higher_levels(self, result, program, names: tuple) -> ValidationResult:
+        """RESULT with each error that the lowest higher level lacks (same place, same rule)
+        ending in that level's hint: what the program needs, when the policy allows it."""
+        hinted: dict = {}
+        for level in self.higher:
+            still = {(e.line, e.col, e.rule) for e in self._at(level, program, names).errors}
+            for error in result.errors:
+                key = (error.line, error.col, error.rule)
+                if error.line is not None and key not in still:
+                    hinted.setdefault(key, level)
+        if not hinted:
+            return result
+        errors = [
+            ValidationError(f"{e.message}; {self.level_hint.format(level=hinted[key])}", *key)
+            if (key := (e.line, e.col, e.rule)) in hinted
+            else e
+            for e in result.errors
+        ]
+        return ValidationResult(False, errors, result.calls, result.variables)
 
     def _kept(self, program, names: tuple) -> ValidationResult:
         """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import threading
 from typing import Any
 
 import anyio
@@ -26,6 +27,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 from lackjail import __version__, lang
+from lackjail.infer.sanitize import place_back, unfence
 from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
 from lackjail.lang.describe import render
@@ -34,16 +36,25 @@ from lackjail.workspace import show
 from lackjail.workspace.protect import Protection
 
 
-def instructions(language: str) -> str:
+def instructions(language: str, levels=()) -> str:
     """What the server tells a client about the language LEVEL in force, in the spec's own words
-    (the summary `lackjail spec` prints and what that level does not allow)."""
+    (the summary `lackjail spec` prints and what that level does not allow), and the LEVELS its
+    programs may choose instead."""
     data = lang.spec(language)
     banned = ", ".join(item["construct"] for item in data["forbidden_constructs"])
+    others = [level for level in levels if level != language]
+    choose = (
+        f" A program may run at another level the policy allows ({', '.join(others)}): pass it "
+        "as the language argument of run_program and check_program."
+        if others
+        else ""
+    )
     return (
         f"Runs programs in an nsjail jail at the language level {language!r}. {data['summary']} "
-        f"Not allowed at this level: {banned}. print() output is captured. Read the resource "
-        "lackjail://spec for the whole language (builtins, rules with examples, limits) and call "
-        "kit_info for the tools a program may call.\n"
+        f"Not allowed at this level: {banned}.{choose} print() output is captured. Read the "
+        "resource lackjail://spec for the whole language (builtins, rules with examples, "
+        "limits) and call kit_info for the tools a program may call. A program may come in a "
+        "Markdown code fence; error lines count from the first line sent.\n"
         "Check a program with check_program before run_program; delegate writes one from an "
         "intent."
     )
@@ -83,14 +94,74 @@ def _reply(data: dict, is_error: bool = False) -> CallToolResult:
     )
 
 
-def build_server(jail) -> MCPServer:
-    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read it."""
+class Levels:
+    """The served jail, and one more per other language level a client asks for (among the
+    policy's), started on first use: a jail's children hold only their own level's names
+    and modules. A context manager that closes the ones it started."""
+
+    def __init__(self, jail):
+        self.jail = jail
+        self._jails: dict = {jail.checker.language: jail}
+        self._checkers: dict = {jail.checker.language: jail.checker}
+        self._starting = threading.Lock()
+
+    def __enter__(self) -> Levels:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for level, jail in list(self._jails.items()):
+            if jail is not self.jail:
+                jail.close()
+                del self._jails[level]
+
+    def checker(self, language: str | None):
+        """The Checker for LANGUAGE (None: the served level); a ToolError for a level that
+        does not exist or that the policy does not allow."""
+        from lackjail.checker import Checker
+
+        level = language or self.jail.checker.language
+        if level not in self._checkers:
+            try:
+                self._checkers[level] = Checker(
+                    self.jail.policy, self.jail.kit, lang.check_language(level), audience="mcp"
+                )
+            except ValueError as exc:  # unknown, or not among the policy's levels
+                raise ToolError(f"language: {exc}") from None
+        return self._checkers[level]
+
+    def get(self, language: str | None):
+        """The jail that runs programs at LANGUAGE (None: the served level)."""
+        from lackjail.api import Jail
+
+        level = self.checker(language).language
+        with self._starting:
+            if level not in self._jails:
+                served = self.jail
+                self._jails[level] = Jail(
+                    policy=served.policy,
+                    kit=served.kit,
+                    workers=served.pool.size,
+                    workspace=served.workspace,
+                    mode=served.pool.mode,
+                    language=level,
+                    audience="mcp",
+                )
+            return self._jails[level]
+
+
+def build_server(jail, levels: Levels | None = None) -> MCPServer:
+    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read it;
+    LEVELS (made from JAIL when not given) serves the other language levels a client chooses."""
     kit, workspace = jail.kit, jail.workspace
+    levels = levels if levels is not None else Levels(jail)
     hints = effect_hints(kit.grade)
     server = MCPServer(
         "lackjail",
         version=__version__,
-        instructions=instructions(jail.checker.language),
+        instructions=instructions(jail.checker.language, jail.policy.languages),
         log_level="WARNING",
     )
 
@@ -118,24 +189,36 @@ def build_server(jail) -> MCPServer:
 
     @server.tool(annotations=hints)
     def run_program(
-        program: str, params: dict[str, Any] | None = None, dry_run: bool = False
+        program: str,
+        params: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        language: str | None = None,
     ) -> CallToolResult:
         """Validate and run a lackpy program in the jail with the served kit.
 
-        params become top-level names (plain JSON data). dry_run: run, but commit no writes and
-        return the diff they would make. Returns status, value, output, errors (line/col), trace,
-        isolation, stats.
+        program may be wrapped in a Markdown code fence. params become top-level names (plain
+        JSON data). dry_run: run, but commit no writes and return the diff they would make.
+        language: the level to check and run it at, among those the server's policy allows
+        (default: the served level). Returns status, value, output, errors (line/col, and for
+        a runtime error the traceback: the program's calls, outermost first), trace, isolation,
+        stats.
         """
+        code, above = unfence(program)
+        chosen = levels.get(language)
         try:
-            result = jail.run(program, params, dry_run=dry_run)
+            result = chosen.run(code, params, dry_run=dry_run)
         except PoolError as exc:  # busy or shutting down: say so, the agent may retry
             raise ToolError(str(exc)) from None
-        return _reply(result.to_dict(), is_error=not result.ok)
+        return _reply(place_back(result.to_dict(), above), is_error=not result.ok)
 
     @server.tool(annotations=READ_ONLY)
-    def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        """Validate a lackpy program without running it: valid, errors (rule, line, col), calls."""
-        return _reply(jail.check(program, params).to_dict())
+    def check_program(
+        program: str, params: list[str] | None = None, language: str | None = None
+    ) -> CallToolResult:
+        """Validate a lackpy program without running it: valid, errors (rule, line, col), calls.
+        program may be wrapped in a Markdown code fence; language as for run_program."""
+        code, above = unfence(program)
+        return _reply(place_back(levels.checker(language).check(code, params).to_dict(), above))
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:

@@ -69,7 +69,7 @@ def serve(shared, workers, http, allow_remote):
     """
     address = _address(http, allow_remote)
     try:
-        from lackjail.mcp import build_server, serve_http, serve_stdio
+        from lackjail.mcp import Levels, build_server, serve_http, serve_stdio
     except ImportError as exc:
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
@@ -78,14 +78,14 @@ def serve(shared, workers, http, allow_remote):
     from lackjail.cli.jail import open_jail
 
     chosen = setup(shared)
-    with open_jail(chosen, workers=workers) as jail:
+    with open_jail(chosen, workers=workers, audience="mcp") as jail, Levels(jail) as levels:
         where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
         started = (
             f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
             f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
         )
         click.echo(terminal_safe(started), err=True)
-        server = build_server(jail)
+        server = build_server(jail, levels)
         try:
             if address:
                 serve_http(server, *address)
