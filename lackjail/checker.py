@@ -95,12 +95,12 @@ class Checker:
             return result
         return self._name_higher_levels(result, program, names)
 
-    def _at(self, level: str, program, names: tuple) -> ValidationResult:
+    def _at(self, level: str, program, names: tuple, rules=None) -> ValidationResult:
         return lang.validate(
             program,
             tools=self.tools,
             params=names,
-            rules=self.rules,
+            rules=self.rules if rules is None else rules,
             limits=self.limits,
             language=level,
             hints=self.hints,
@@ -108,20 +108,29 @@ class Checker:
         )
 
     def _name_higher_levels(self, result, program, names: tuple) -> ValidationResult:
-        """RESULT with each error that the lowest higher level lacks (same place, same rule)
-        ending in that level's hint: what the program needs, when the policy allows it."""
-        hinted: dict = {}
+        """RESULT with each error of a built-in rule ending in the hint of the lowest higher
+        level whose verdict has no error on that line: what the program needs there, when
+        the policy allows it. (A line, not a column: levels may place one problem apart.)"""
+        from lackjail.lang.rulebook import RULES
+
+        lines = {e.line for e in result.errors if e.line is not None and e.rule in RULES}
+        hinted: dict = {}  # line -> level
         for level in self.higher:
-            still = {(e.line, e.col, e.rule) for e in self._at(level, program, names).errors}
-            for error in result.errors:
-                key = (error.line, error.col, error.rule)
-                if error.line is not None and key not in still:
-                    hinted.setdefault(key, level)
+            if len(hinted) == len(lines):
+                break
+            busy = {e.line for e in self._at(level, program, names, rules=()).errors}
+            for line in lines - busy:
+                hinted.setdefault(line, level)
         if not hinted:
             return result
         errors = [
-            ValidationError(f"{e.message}; {self.level_hint.format(level=hinted[key])}", *key)
-            if (key := (e.line, e.col, e.rule)) in hinted
+            ValidationError(
+                f"{e.message}; {self.level_hint.format(level=hinted[e.line])}",
+                e.line,
+                e.col,
+                e.rule,
+            )
+            if e.rule in RULES and e.line in hinted
             else e
             for e in result.errors
         ]

@@ -52,6 +52,7 @@ def test_every_program_gets_its_verdict(ran):
         "line": 2,
         "col": 5,
         "rule": "verdict/error",
+        "traceback": [{"function": "<module>", "line": 2, "col": 5}],
     }
     assert by_name["fail/slow.lackpy"].errors[0]["rule"] == "verdict/timeout"
     assert not by_name["bad/imports.lackpy"].ran  # a rejected program never reaches the jail
