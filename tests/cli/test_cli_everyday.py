@@ -194,7 +194,7 @@ def test_workspace_config_may_choose_a_kit_and_only_tighten(tmp_path, home):
     for text, says in [
         ('[defaults]\npolicy = "mine.toml"\n', "'defaults.policy' is not allowed here"),
         ('[defaults]\nlanguage = "cobol"\n', "'defaults.language' must be one of lackpy"),
-        ('[defaults]\nlanguage = 1\n', "'defaults.language' must be a non-empty string"),
+        ("[defaults]\nlanguage = 1\n", "'defaults.language' must be a non-empty string"),
         ("[limits]\nwall_s = 1000\n", "may only tighten the policy"),
         ("[limits]\nmemory_mb = -1\n", "must be a positive number"),
         ("[limits]\nnet = 1\n", "unknown key 'limits.net'"),
