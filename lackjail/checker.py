@@ -55,7 +55,7 @@ class Checker:
             lang.check_language(language or self.policy.language)
         )
         kit = _resolved(kit, workspace)
-        self.tools = _tool_names(kit)
+        self.tools, self.calls = _tool_names(kit)
         self.signatures = _signatures(kit)
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
@@ -68,38 +68,42 @@ class Checker:
         )
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self._keeping = threading.Lock()  # held while _verdicts changes
+        level = lang.LEVELS[self.language]
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
-        if self.language == "extended":
-            self.reserved |= frozenset(lang.EXCEPTION_NAMES)
+        if self.language != "lackpy":
+            self.reserved |= frozenset(level.exceptions)
 
-    def check(self, program, params=None) -> ValidationResult:
+    def check(self, program, params=None, defined=()) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
         iterable of names (names only, as `check` without values does).
+        DEFINED: names an earlier run of the same session bound (a tuple).
         """
         params = params or {}
         names = tuple(n for n in params if isinstance(n, str))
+        defined = tuple(defined)
         if type(program) in (str, bytes) and len(program) <= CACHED_BYTES and not self.rules:
-            result = self._kept(program, names)
+            result = self._kept(program, names, defined)
         else:
-            result = self._validate(program, names)
+            result = self._validate(program, names, defined)
         bad = self.param_errors(params)
         if not bad:
             return result
         return ValidationResult(False, bad + result.errors, result.calls, result.variables)
 
-    def _validate(self, program, names: tuple) -> ValidationResult:
-        result = self._at(self.language, program, names)
+    def _validate(self, program, names: tuple, defined: tuple = ()) -> ValidationResult:
+        result = self._at(self.language, program, names, defined)
         if result.valid or not self.higher:
             return result
-        return self._name_higher_levels(result, program, names)
+        return self._name_higher_levels(result, program, names, defined)
 
-    def _at(self, level: str, program, names: tuple, rules=None) -> ValidationResult:
+    def _at(self, level: str, program, names: tuple, defined: tuple, rules=None):
         return lang.validate(
             program,
-            tools=self.tools,
+            tools=self.calls,
             params=names,
+            defined=defined,
             rules=self.rules if rules is None else rules,
             limits=self.limits,
             language=level,
@@ -107,7 +111,7 @@ class Checker:
             signatures=self.signatures,
         )
 
-    def _name_higher_levels(self, result, program, names: tuple) -> ValidationResult:
+    def _name_higher_levels(self, result, program, names: tuple, defined: tuple):
         """RESULT with each error of a built-in rule ending in the hint of the lowest higher
         level whose verdict has no error on that line: what the program needs there, when
         the policy allows it. (A line, not a column: levels may place one problem apart.)"""
@@ -118,7 +122,7 @@ class Checker:
         for level in self.higher:
             if len(hinted) == len(lines):
                 break
-            busy = {e.line for e in self._at(level, program, names, rules=()).errors}
+            busy = {e.line for e in self._at(level, program, names, defined, rules=()).errors}
             for line in lines - busy:
                 hinted.setdefault(line, level)
         if not hinted:
@@ -136,17 +140,17 @@ class Checker:
         ]
         return ValidationResult(False, errors, result.calls, result.variables)
 
-    def _kept(self, program, names: tuple) -> ValidationResult:
+    def _kept(self, program, names: tuple, defined: tuple) -> ValidationResult:
         """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest
         CACHED of them, as immutable parts): the same text with the same names gets the same
         verdict from this Checker, and a program run many times (Jail.map over parameters,
         a reused jail) is parsed once. Only valid ones: a rejection may come from the
         parser's recursion or memory limits, which depend on more than the text."""
-        key = (program, names)
+        key = (program, names, defined)
         verdict = self._verdicts.get(key)
         if verdict is not None:
             return ValidationResult(*verdict)  # lists of its own for every caller
-        result = self._validate(program, names)
+        result = self._validate(program, names, defined)
         if result.valid:
             with self._keeping:  # callers on other threads keep and drop verdicts too
                 if len(self._verdicts) >= CACHED:
@@ -196,11 +200,15 @@ def _resolved(kit, workspace):
     return kit
 
 
-def _tool_names(kit) -> tuple:
+def _tool_names(kit) -> tuple[tuple, tuple]:
+    """The kit's names (a pack by its namespace) and the names the validator is given:
+    a pack's members one by one ("fs.read"), so that its namespace allows just those."""
     if kit is None:
-        return ()
+        return (), ()
     names = kit.names if hasattr(kit, "names") else kit
-    return tuple(names() if callable(names) else names)
+    names = tuple(names() if callable(names) else names)
+    specs = getattr(kit, "specs", None)
+    return names, (tuple(specs) if isinstance(specs, dict) else names)
 
 
 def _signatures(kit) -> dict:

@@ -68,6 +68,13 @@ class LimitExceeded(ToolCallError):
     verdict = "limit"
 
 
+class RunOutOfTime(ToolCallError):
+    """The run's wall-clock deadline came while the call ran: the call is abandoned and the
+    run ends as `timeout`."""
+
+    verdict = "timeout"
+
+
 class CommitError(HostError):
     """Staged writes could not be applied. The workspace is as it was before the commit, except
     the files in `written` (a failed undo, named in the message too)."""

@@ -6,6 +6,10 @@ everywhere: programs are validated before a jail sees them, parameters must be
 plain data, tool calls go through the policy, calls that need approval are
 denied (there is nobody to ask), and `resolve_doc` reads only the docs the
 served kit lists, confined to the workspace, under the policy's read rules.
+A client keeps state between calls in named sessions (`run_program`'s
+`session`), each a `Jail.session()` that ends on its idle timeout, on
+`close_session`, or with the server. The jail opens on a thread of its own, so
+`initialize` is answered while its pool starts.
 Built on `MCPServer` of the mcp 2.x SDK (the 1.x `FastMCP`).
 """
 
@@ -14,7 +18,10 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
+import secrets
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 import anyio
@@ -36,10 +43,10 @@ from lackjail.workspace import show
 from lackjail.workspace.protect import Protection
 
 
-def instructions(language: str, levels=()) -> str:
+def instructions(language: str, kit=None, levels=()) -> str:
     """What the server tells a client about the language LEVEL in force, in the spec's own words
-    (the summary `lackjail spec` prints and what that level does not allow), and the LEVELS its
-    programs may choose instead."""
+    (the summary `lackjail spec` prints and what that level does not allow), the other LEVELS
+    a program may choose, and KIT's tools."""
     data = lang.spec(language)
     banned = ", ".join(item["construct"] for item in data["forbidden_constructs"])
     others = [level for level in levels if level != language]
@@ -51,17 +58,51 @@ def instructions(language: str, levels=()) -> str:
     )
     return (
         f"Runs programs in an nsjail jail at the language level {language!r}. {data['summary']} "
-        f"Not allowed at this level: {banned}.{choose} print() output is captured. Read the "
-        "resource lackjail://spec for the whole language (builtins, rules with examples, "
-        "limits) and call kit_info for the tools a program may call. A program may come in a "
-        "Markdown code fence; error lines count from the first line sent.\n"
+        f"Not allowed at this level: {banned}.{choose} print() output is captured. A program "
+        "may come in a Markdown code fence; error lines count from the first line sent. Read "
+        "the resource lackjail://spec for the whole language (builtins, rules with examples, "
+        "limits) and call kit_info for the tools' guidance and docs.\n"
+        f"{kit_tools(kit)}\n"
         "Check a program with check_program before run_program; delegate writes one from an "
-        "intent."
+        "intent. Pass the same `session` name to run_program to keep variables, functions and "
+        "classes between calls; close_session ends one."
     )
 
 
+def kit_tools(kit) -> str:
+    """KIT's tools as a program calls them, one line each with what it does: the tool
+    descriptions carry them, so a client sees the signatures without asking."""
+    if kit is None or not kit.specs:
+        return "The served kit has no tools: programs compute with their params and literals."
+    lines = [f"Tools a program may call (kit {kit.name}):"]
+    for call, spec in kit.specs.items():
+        about = (spec.description or spec.guidance).strip().splitlines()
+        lines.append(f"  {spec.signature(call)}" + (f"  # {about[0]}" if about else ""))
+    return "\n".join(lines)
+
+
+RUN_PROGRAM = """Validate and run a program in the jail with the served kit.
+
+params become top-level names (plain JSON data). dry_run: run, but commit no writes and return
+the diff they would make. session: a name (letters, digits, '-', '_'; "new" for a fresh one,
+returned as `session`): runs of one session keep the variables, functions and classes earlier
+runs bound, and its params; without it every run starts clean. language: the level to check
+and run it at, among those the server's policy allows (default: the served level; a session
+keeps the level it was opened at). The program may be wrapped in a Markdown code fence.
+Returns status, value, output, errors (line/col; a runtime error's traceback: the program's
+calls, outermost first), trace, isolation, stats."""
+
+CHECK_PROGRAM = """Validate a program without running it: valid, errors (rule, line, col and what
+to write instead), calls. Tool calls are checked against the tools' signatures. The program may
+be wrapped in a Markdown code fence; language as for run_program."""
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+ENDS_STATE = ToolAnnotations(  # close_session: changes no file, but what it ends is gone
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
 
@@ -94,74 +135,169 @@ def _reply(data: dict, is_error: bool = False) -> CallToolResult:
     )
 
 
-class Levels:
-    """The served jail, and one more per other language level a client asks for (among the
-    policy's), started on first use: a jail's children hold only their own level's names
-    and modules. A context manager that closes the ones it started."""
+class Served:
+    """The jail a server runs programs in, opening while the server starts (OPENING, a
+    concurrent.futures.Future of the Jail): `initialize` and the tools that only read
+    (check_program, kit_info, the docs) answer at once, a tool that runs a program waits for
+    the jail, and a jail that could not open is that tool's error.
 
-    def __init__(self, jail):
-        self.jail = jail
-        self._jails: dict = {jail.checker.language: jail}
-        self._checkers: dict = {jail.checker.language: jail.checker}
+    POLICY, KIT, WORKSPACE and CHECKER are what the jail is made from.
+    `Served.ready(jail)` serves a Jail that is open already. A program may choose another
+    level among the policy's: that level's jail starts on first use (a jail's children hold
+    only their own level's names and modules), like the served one.
+    """
+
+    def __init__(self, opening: Future, *, policy, kit, workspace: str, checker):
+        self.policy, self.kit, self.workspace, self.checker = policy, kit, workspace, checker
+        self._opening = opening
+        self._checkers: dict = {checker.language: checker}
+        self._others: dict = {}  # level -> the Jail of another level, once started
         self._starting = threading.Lock()
 
-    def __enter__(self) -> Levels:
-        return self
+    @classmethod
+    def ready(cls, jail) -> Served:
+        opened: Future = Future()
+        opened.set_result(jail)
+        return cls(
+            opened, policy=jail.policy, kit=jail.kit, workspace=jail.workspace, checker=jail.checker
+        )
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    @property
+    def jail(self):
+        """The open Jail (waiting for it); a ToolError saying why when it could not open."""
+        try:
+            return self._opening.result()
+        except Exception as exc:
+            raise ToolError(f"the jail could not start: {exc}") from None
 
-    def close(self) -> None:
-        for level, jail in list(self._jails.items()):
-            if jail is not self.jail:
-                jail.close()
-                del self._jails[level]
-
-    def checker(self, language: str | None):
-        """The Checker for LANGUAGE (None: the served level); a ToolError for a level that
-        does not exist or that the policy does not allow."""
+    def checker_for(self, language: str | None):
+        """The Checker of LANGUAGE (None: the served level); a ToolError for a level that does
+        not exist or that the policy does not allow."""
         from lackjail.checker import Checker
 
-        level = language or self.jail.checker.language
+        level = language or self.checker.language
         if level not in self._checkers:
             try:
                 self._checkers[level] = Checker(
-                    self.jail.policy, self.jail.kit, lang.check_language(level), audience="mcp"
+                    self.policy, self.kit, lang.check_language(level), audience="mcp"
                 )
             except ValueError as exc:  # unknown, or not among the policy's levels
                 raise ToolError(f"language: {exc}") from None
         return self._checkers[level]
 
-    def get(self, language: str | None):
-        """The jail that runs programs at LANGUAGE (None: the served level)."""
+    def jail_for(self, language: str | None):
+        """The open Jail that runs programs at LANGUAGE (None: the served level)."""
         from lackjail.api import Jail
 
-        level = self.checker(language).language
+        level = self.checker_for(language).language
+        if level == self.checker.language:
+            return self.jail
+        served = self.jail
         with self._starting:
-            if level not in self._jails:
-                served = self.jail
-                self._jails[level] = Jail(
-                    policy=served.policy,
-                    kit=served.kit,
-                    workers=served.pool.size,
-                    workspace=served.workspace,
-                    mode=served.pool.mode,
-                    language=level,
-                    audience="mcp",
-                )
-            return self._jails[level]
+            if level not in self._others:
+                try:
+                    self._others[level] = Jail(
+                        policy=self.policy,
+                        kit=self.kit,
+                        workers=served.pool.size,
+                        workspace=self.workspace,
+                        mode=served.pool.mode,
+                        language=level,
+                        audience="mcp",
+                    )
+                except Exception as exc:
+                    raise ToolError(
+                        f"the jail for language {level!r} could not start: {exc}"
+                    ) from None
+            return self._others[level]
+
+    def close(self) -> None:
+        """Close the jails once open (a jail that could not open has nothing to close)."""
+        with self._starting:
+            others, self._others = list(self._others.values()), {}
+        for jail in others:
+            jail.close()
+        if self._opening.exception() is None:
+            self._opening.result().close()
 
 
-def build_server(jail, levels: Levels | None = None) -> MCPServer:
-    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read it;
-    LEVELS (made from JAIL when not given) serves the other language levels a client chooses."""
-    kit, workspace = jail.kit, jail.workspace
-    levels = levels if levels is not None else Levels(jail)
+SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class Sessions:
+    """The client's named sessions: run_program's `session` picks one, opened on first use
+    ("new" opens one under a fresh name, returned in the result). Each ends on its idle
+    timeout (the policy's pool.session_idle_s), on close_session, or with the server."""
+
+    def __init__(self, served: Served):
+        self._served = served
+        self._open: dict = {}  # name -> Session (closed ones are dropped when met)
+        self._levels: dict = {}  # name -> the language level it was opened at
+        self._lock = threading.Lock()
+
+    def get(self, name: str, language: str | None = None) -> tuple:
+        """(name, session, notes): NAME's open session, or a new one at LANGUAGE (None: the
+        served level); NOTES say when this run opens it ("session_new") and why the one it
+        replaces ended ("session_ended")."""
+        from lackjail.sessions import SessionError
+
+        if name == "new":
+            name = f"s-{secrets.token_hex(4)}"
+        elif not SESSION_NAME.fullmatch(name):
+            raise ToolError(
+                f"session {show(name)} is not a session name: use 1-64 letters, digits, '-' or "
+                "'_', or \"new\" for a fresh one"
+            )
+        with self._lock:
+            found = self._open.get(name)
+            level = self._served.checker_for(language).language
+            if found is not None and not found.closed:
+                if language is not None and self._levels.get(name) != level:
+                    raise ToolError(
+                        f"session {show(name)} runs at language {self._levels.get(name)!r}; "
+                        "leave out language, or open a new session"
+                    )
+                return name, found, {}
+            notes: dict = {"session_new": True}
+            if found is not None:
+                notes["session_ended"] = found.ended
+            for closed in [n for n, s in self._open.items() if s.closed]:
+                del self._open[closed]
+            try:
+                self._open[name] = self._served.jail_for(level).session()
+                self._levels[name] = level
+            except SessionError as exc:
+                names = ", ".join(sorted(self._open)) or "none"
+                raise ToolError(f"{exc}; close_session one of: {names}") from None
+            return name, self._open[name], notes
+
+    def close(self, name: str) -> bool:
+        """Close session NAME; False when no session of that name is open."""
+        with self._lock:
+            found = self._open.pop(name, None)
+        if found is None or found.closed:
+            return False
+        found.close()
+        return True
+
+    def names(self) -> list:
+        with self._lock:
+            return sorted(n for n, s in self._open.items() if not s.closed)
+
+
+def build_server(served) -> MCPServer:
+    """An MCPServer whose tools run programs in SERVED's jail (a `Served`, or an open
+    lackjail.Jail with a kit) and read its kit, docs and language."""
+    if not isinstance(served, Served):
+        served = Served.ready(served)
+    kit, workspace, checker = served.kit, served.workspace, served.checker
+    sessions = Sessions(served)
     hints = effect_hints(kit.grade)
+    tools_text = kit_tools(kit)
     server = MCPServer(
         "lackjail",
         version=__version__,
-        instructions=instructions(jail.checker.language, jail.policy.languages),
+        instructions=instructions(checker.language, kit, served.policy.languages),
         log_level="WARNING",
     )
 
@@ -187,38 +323,48 @@ def build_server(jail, levels: Levels | None = None) -> MCPServer:
                     raise ToolError(str(exc)) from None
         raise ToolError(f"no kit named {show(name)}; list_kits shows the kits")
 
-    @server.tool(annotations=hints)
+    @server.tool(annotations=hints, description=f"{RUN_PROGRAM}\n\n{tools_text}")
     def run_program(
         program: str,
         params: dict[str, Any] | None = None,
         dry_run: bool = False,
+        session: str | None = None,
         language: str | None = None,
     ) -> CallToolResult:
-        """Validate and run a lackpy program in the jail with the served kit.
-
-        program may be wrapped in a Markdown code fence. params become top-level names (plain
-        JSON data). dry_run: run, but commit no writes and return the diff they would make.
-        language: the level to check and run it at, among those the server's policy allows
-        (default: the served level). Returns status, value, output, errors (line/col, and for
-        a runtime error the traceback: the program's calls, outermost first), trace, isolation,
-        stats.
-        """
-        code, above = unfence(program)
-        chosen = levels.get(language)
+        code, above = unfence(program)  # errors keep the lines of what was sent
         try:
-            result = chosen.run(code, params, dry_run=dry_run)
-        except PoolError as exc:  # busy or shutting down: say so, the agent may retry
+            if session is None:
+                result = served.jail_for(language).run(code, params, dry_run=dry_run)
+                return _reply(place_back(result.to_dict(), above), is_error=not result.ok)
+            if dry_run:
+                raise ToolError(
+                    "dry_run runs outside sessions: leave out session to dry-run a program"
+                )
+            name, kept, notes = sessions.get(session, language)
+            result = kept.run(code, params)
+        except PoolError as exc:  # busy, shutting down, a session closed: the agent may retry
             raise ToolError(str(exc)) from None
-        return _reply(place_back(result.to_dict(), above), is_error=not result.ok)
+        reply = {**place_back(result.to_dict(), above), "session": name, **notes}
+        return _reply(reply, is_error=not result.ok)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=ENDS_STATE)
+    def close_session(session: str) -> CallToolResult:
+        """End a session that run_program opened: its variables, functions and classes are
+        gone. Sessions also end after the policy's idle timeout."""
+        if not sessions.close(session):
+            raise ToolError(
+                f"no open session named {show(session)}; open: "
+                f"{', '.join(sessions.names()) or 'none'}"
+            )
+        return _reply({"session": session, "closed": True})
+
+    @server.tool(annotations=READ_ONLY, description=f"{CHECK_PROGRAM}\n\n{tools_text}")
     def check_program(
         program: str, params: list[str] | None = None, language: str | None = None
     ) -> CallToolResult:
-        """Validate a lackpy program without running it: valid, errors (rule, line, col), calls.
-        program may be wrapped in a Markdown code fence; language as for run_program."""
         code, above = unfence(program)
-        return _reply(place_back(levels.checker(language).check(code, params).to_dict(), above))
+        verdict = served.checker_for(language).check(code, params)
+        return _reply(place_back(verdict.to_dict(), above))
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:
@@ -256,7 +402,7 @@ def build_server(jail, levels: Levels | None = None) -> MCPServer:
                 f"refused: {show(path)} is not a doc of kit {kit.name!r}; docs_index lists them"
             )
         try:
-            text = resolve_doc(path, workspace, Protection.from_policy(jail.policy))
+            text = resolve_doc(path, workspace, Protection.from_policy(served.policy))
             return _reply({"path": path, "text": text})
         except KitError as exc:
             raise ToolError(f"refused: {exc}") from None
@@ -271,7 +417,7 @@ def build_server(jail, levels: Levels | None = None) -> MCPServer:
         from lackjail.infer import ConfigError, IntentError
 
         try:
-            outcome = jail.delegate(intent, params, run=run, root=workspace)
+            outcome = served.jail.delegate(intent, params, run=run, root=workspace)
         except (IntentError, ConfigError, PoolError) as exc:
             raise ToolError(str(exc)) from None
         return _reply(outcome.to_dict(), is_error=outcome.exit_code != 0)
@@ -284,7 +430,7 @@ def build_server(jail, levels: Levels | None = None) -> MCPServer:
         "rules, limits.",
     )
     def spec_text() -> str:
-        return render(lang.spec(jail.checker.language))
+        return render(lang.spec(checker.language))
 
     @server.resource(
         "lackjail://spec.json",
@@ -293,7 +439,7 @@ def build_server(jail, levels: Levels | None = None) -> MCPServer:
         description="The language level in force, as JSON.",
     )
     def spec_json() -> str:
-        return json.dumps(lang.spec(jail.checker.language))
+        return json.dumps(lang.spec(checker.language))
 
     @server.resource(
         "lackjail://kit",

@@ -20,6 +20,7 @@ from lackjail.bench.figures import (
     REUSE,
     REUSE_P99,
     REUSE_SAME,
+    SESSION,
     SPACING_S,
     TPUT_FRESH,
     TPUT_REUSE,
@@ -263,6 +264,11 @@ def reuse_figures(n=500, isolation=None, callers=4):
         figures[REUSE_P99] = pct(reuse, 0.99)
         # a program run again (Jail.map over parameters): its verdict and code are kept
         figures[REUSE_SAME] = pct(_run_latency(jail, n, same=TRIVIAL), 0.5)
+        # a session's runs (each a new program, in the state the earlier ones left), measured
+        # beside the reuse runs: a session's child is a reused child of a jail of its own
+        with jail.session() as session:
+            ensure_ok(session.run(TRIVIAL))
+            figures[SESSION] = pct(_run_latency(session, n), 0.5)
         figures[TPUT_REUSE] = throughput(jail, callers, total=n * 4)["runs/s"]
     return figures
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import sys
 
 import click
@@ -59,8 +60,13 @@ def init(workspace):
     from lackjail.infer import TemplateError, TemplateStore
     from lackjail.infer.templates import SUFFIX as TEMPLATE_SUFFIX
     from lackjail.kit import KitError, write_kit
+    from lackjail.workspace import Root
 
-    root = os.path.abspath(workspace or os.getcwd())
+    try:
+        opened = Root(workspace)  # opened once: every file below is made beneath it
+    except KitError as exc:
+        raise click.UsageError(str(exc)) from None
+    root = opened.path
     folder = os.path.join(root, ".lackjail")
     config = os.path.join(folder, "config.toml")
     kit = os.path.join(folder, "kits", "project.kit")
@@ -79,9 +85,9 @@ def init(workspace):
             "(edit it, or remove it and run init again)"
         )
     try:
-        _write_config(os.path.realpath(root), CONFIG)
-        write_kit(root, "project", KIT)
-        store = TemplateStore.at(root)
+        _write_config(opened, CONFIG)
+        write_kit(opened, "project", KIT)
+        store = TemplateStore.at(opened)
         saved = store.create(TEMPLATE_NAME, TEMPLATE_PATTERN, TEMPLATE_BODY)
     except (OSError, TemplateError, KitError) as exc:
         raise click.UsageError(f"cannot set up {terminal_safe(folder)}: {exc}") from None
@@ -90,15 +96,13 @@ def init(workspace):
     leave(0)
 
 
-def _write_config(root: str, text: str) -> None:
-    """Write `.lackjail/config.toml` beneath ROOT as its owner, never over a file or through a
-    symlink (one swapped in after init's check included); OSError."""
-    from lackjail.workspace.beneath import Tree
-    from lackjail.workspace.files import write_whole
-    from lackjail.workspace.owner import Owner
+def _write_config(root, text: str) -> None:
+    """Write `.lackjail/config.toml` beneath the opened workspace ROOT as its owner, never over
+    a file or through a symlink (one swapped in after init's check included); OSError."""
+    from lackjail.workspace.hostfs import write_whole
 
-    with Owner.of(root).acting():
-        tree = Tree.below(root, ".lackjail", create=True)
+    with root.owner.acting():
+        tree = root.tree.below(".lackjail", create=True)
         try:
             write_whole(tree, "config.toml", text.encode("utf-8"), replace=False)
         finally:
@@ -116,20 +120,35 @@ def _write_config(root: str, text: str) -> None:
     help="The folder the served tools are confined to [cwd].",
 )
 @click.option("--name", default="lackjail", show_default=True, help="The server's name.")
-def mcp_config(kit, policy, workspace, name):
-    """Print the MCP client config block that starts `lackjail serve` for this checkout.
+@click.option(
+    "--client",
+    type=click.Choice(["claude-desktop", "claude-code", "cursor"]),
+    default="claude-desktop",
+    show_default=True,
+    help="The MCP client the config is for.",
+)
+def mcp_config(kit, policy, workspace, name, client):
+    """Print the config that makes an MCP client start `lackjail serve` for this checkout.
 
-    Paste it into the client's config (Claude Desktop's claude_desktop_config.json,
-    a project's .mcp.json, ...). It runs this very interpreter, so the block works
-    from a virtualenv without activating it.
+    claude-desktop: a block for claude_desktop_config.json (Settings > Developer >
+    Edit Config). cursor: a block for .cursor/mcp.json in a project (or
+    ~/.cursor/mcp.json for every project). claude-code: the `claude mcp add` command
+    line to run (add `--scope project` to share it through the project's .mcp.json).
+    The server runs this very interpreter, so it works from a virtualenv without
+    activating it.
 
     \b
     Examples:
       lackjail mcp-config
-      lackjail mcp-config --kit files --workspace ~/project > .mcp.json
+      lackjail mcp-config --client cursor --kit files --workspace ~/project > .cursor/mcp.json
+      lackjail mcp-config --client claude-code --kit files    # then run the line it prints
     """
     root = os.path.abspath(workspace or os.getcwd())
     args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
-    block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
-    click.echo(json.dumps(block, indent=2))
+    if client == "claude-code":
+        line = ["claude", "mcp", "add", "--transport", "stdio", name, "--", sys.executable, *args]
+        click.echo(shlex.join(line))
+    else:  # Claude Desktop and Cursor read the same mcpServers block
+        block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
+        click.echo(json.dumps(block, indent=2))
     leave(0)

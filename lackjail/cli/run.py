@@ -73,13 +73,14 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         started, output, trace, finished = time.perf_counter(), [], [], None
         try:
             for event in jail.stream(source, chosen.params, dry_run=dry_run):
+                if isinstance(event, Result):  # the last: noted before it is shown
+                    placed = place_back(event.to_dict(), above)  # lines of what was sent
+                    finished, event = Result(**placed), {"event": "result", **placed}
                 kind = event["event"]  # noted before it is shown: Ctrl-C may come next
                 if kind == "output":
                     output.append(event["text"])
                 elif kind == "call":
                     trace.append({k: v for k, v in event.items() if k != "event"})
-                else:
-                    event = finished = place_back(event, above)
                 if stream:
                     emit_json(event)
                 elif text and kind == "output":
@@ -90,7 +91,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                 end_output("".join(output))
             elif finished is not None:  # it ended just before: its result stands
                 if not stream:
-                    emit_json({k: v for k, v in finished.items() if k != "event"})
+                    emit_json(finished.to_dict())
             else:
                 stopped = result_object(
                     "interrupted",
@@ -103,7 +104,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                 )
                 emit_json({"event": "result", **stopped} if stream else stopped)
             raise
-    result = Result(**{k: v for k, v in finished.items() if k != "event"})
+    result = finished
     if shared.as_json and not stream:
         emit_json(result.to_dict())
     elif text:

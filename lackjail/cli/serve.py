@@ -2,6 +2,8 @@
 HTTP on a loopback address."""
 
 import ipaddress
+import threading
+from concurrent.futures import Future
 
 import click
 
@@ -54,12 +56,13 @@ def _address(value: str | None, allow_remote: bool):
 def serve(shared, workers, http, allow_remote):
     """Serve lackjail to an MCP client over stdio (or streamable HTTP with --http).
 
-    Tools: run_program, check_program, kit_info, list_kits, docs_index,
-    resolve_doc, delegate. Resources: lackjail://spec, lackjail://spec.json,
-    lackjail://kit, lackjail://kits/{name}. Tool calls that need approval are
-    denied: there is nobody to ask. A line that is not JSON-RPC gets a JSON-RPC
-    error. Logs one line to stderr when it starts; over stdio it stops when the
-    client closes stdin.
+    Tools: run_program (with a `session` name to keep state between calls),
+    close_session, check_program, kit_info, list_kits, docs_index, resolve_doc,
+    delegate. Resources: lackjail://spec, lackjail://spec.json, lackjail://kit,
+    lackjail://kits/{name}. Tool calls that need approval are denied: there is
+    nobody to ask. A line that is not JSON-RPC gets a JSON-RPC error. The jail
+    opens while the server starts; logs one line to stderr once it is open (or
+    why it could not open); over stdio it stops when the client closes stdin.
 
     \b
     Examples:
@@ -68,28 +71,57 @@ def serve(shared, workers, http, allow_remote):
       lackjail mcp-config   # the block to paste into an MCP client's config
     """
     address = _address(http, allow_remote)
+    chosen = setup(shared)
+    where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
+    opening = _open_in_background(chosen, workers, where)  # while the SDK imports
     try:
-        from lackjail.mcp import Levels, build_server, serve_http, serve_stdio
+        from lackjail.mcp import Served, build_server, serve_http, serve_stdio
     except ImportError as exc:
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
+    from lackjail.checker import Checker
+
+    served = Served(
+        opening,
+        policy=chosen.policy,
+        kit=chosen.kit,
+        workspace=chosen.workspace,
+        checker=Checker(chosen.policy, chosen.kit, chosen.language, audience="mcp"),
+    )
+    try:
+        server = build_server(served)
+        if address:
+            serve_http(server, *address)
+        else:
+            serve_stdio(server)
+    except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
+        pass
+    finally:
+        served.close()
+
+
+def _open_in_background(chosen, workers, where: str) -> Future:
+    """The Jail, opening on a thread of its own so that the server answers `initialize` without
+    waiting for the pool; logs one line when it is open, or why it could not open."""
     from lackjail import __version__
     from lackjail.cli.jail import open_jail
 
-    chosen = setup(shared)
-    with open_jail(chosen, workers=workers, audience="mcp") as jail, Levels(jail) as levels:
-        where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
-        started = (
-            f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
-            f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
-        )
-        click.echo(terminal_safe(started), err=True)
-        server = build_server(jail, levels)
+    opening: Future = Future()
+
+    def work():
         try:
-            if address:
-                serve_http(server, *address)
-            else:
-                serve_stdio(server)
-        except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
-            pass
+            jail = open_jail(chosen, workers=workers, audience="mcp")
+        except Exception as exc:  # every tool that runs a program says so too
+            opening.set_exception(exc)
+            line = f"lackjail {__version__}: the jail could not start: {exc}"
+        else:
+            opening.set_result(jail)
+            line = (
+                f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
+                f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
+            )
+        click.echo(terminal_safe(line), err=True)
+
+    threading.Thread(target=work, name="lackjail-open", daemon=True).start()
+    return opening

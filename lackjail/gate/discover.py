@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lackjail.errors import InputError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import reopen_regular
+from lackjail.workspace.hostfs import reopen_regular
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from lackjail.errors import InputError, ToolCallError, unknown_key
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
-from lackjail.workspace.paths import workspace_root
+from lackjail.workspace.hostfs import explain, read_file
 
 CONFIG_PATH = Path(".lackjail") / "config.toml"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -163,21 +163,21 @@ def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
 
 def _read_user(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_file(path, MAX_CONFIG_BYTES, own_links=True).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {explain(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
 def _read_workspace(root) -> str | None:
     """The workspace's config text, read as a tool would (confined, as the owner)."""
     try:
-        folder = workspace_root(root)
-    except ValueError:
+        data = read_beneath(root, str(CONFIG_PATH), MAX_CONFIG_BYTES)
+    except ValueError:  # KitError: no workspace folder there
         return None
-    try:
-        data = read_beneath(folder, str(CONFIG_PATH), MAX_CONFIG_BYTES)
     except ToolCallError as exc:
         if "no such file" in str(exc):
             return None

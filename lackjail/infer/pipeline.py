@@ -115,7 +115,7 @@ def generate(
     Raises IntentError for an unusable intent and ConfigError for a bad config.
     """
     intent = check_intent(intent)
-    root = os.fspath(root) if root is not None else os.getcwd()
+    root = root if root is not None else os.getcwd()  # a workspace Root is kept as it is
     if config is None:
         config = load_config(root)
     elif isinstance(config, dict):

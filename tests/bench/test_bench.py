@@ -23,6 +23,7 @@ GOAL_FIGURES = [
     bench.FRESH_SPARE,
     bench.FRESH_SPARE_P99,
     bench.REUSE,
+    bench.SESSION,
     bench.TOOL,
     bench.VALIDATE_IDLE,
     bench.TPUT_FRESH,

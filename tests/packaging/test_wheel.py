@@ -21,6 +21,7 @@ PACKAGE_DATA = [
     "lackjail/policies/*.toml",
     "lackjail/images/*",
     "lackjail/kit/kits/*.kit",
+    "lackjail/kit/docs/*.md",
     "lackjail/py.typed",
 ]
 NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
@@ -83,7 +84,8 @@ def test_the_wheel_carries_every_bundled_data_file(installed):
     expected = sorted(
         str(p.relative_to(ROOT)) for pattern in PACKAGE_DATA for p in ROOT.glob(pattern)
     )
-    assert expected and len(expected) >= 7, expected  # 3 policies, 2 image files, 3 kits
+    # 3 policies, 2 image files, 3 kits and their 3 docs
+    assert expected and len(expected) >= 10, expected
     assert [name for name in expected if name not in names] == []
 
 
