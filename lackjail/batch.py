@@ -154,15 +154,16 @@ class ResultWriter:
 
     def __init__(self, path: str):
         self.path = path
-        self._fd = None
+        self._fd: int | None = None
 
     def write(self, ident, result: dict) -> None:
         if self._fd is None:
             self._fd = self._open()
+        fd = self._fd
         line = json.dumps({"id": ident, **jsonable(result)}, ensure_ascii=True) + "\n"
         data = line.encode()
         while data:
-            data = data[os.write(self._fd, data) :]
+            data = data[os.write(fd, data) :]
 
     def _open(self) -> int:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
@@ -182,18 +183,9 @@ class ResultWriter:
 
 
 def invalid_result(message: str) -> dict:
-    return {
-        "status": "invalid",
-        "value": None,
-        "output": "",
-        "errors": [{"message": message}],
-        "trace": [],
-        "isolation": "",
-        "mode": "",
-        "stats": {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-        "written": [],
-        "diff": "",
-    }
+    from lackjail.result import Result
+
+    return Result.failed("invalid", message).to_dict()
 
 
 def parse_line(

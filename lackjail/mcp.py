@@ -93,8 +93,9 @@ Returns status, value, output, errors (line/col; a runtime error's traceback: th
 calls, outermost first), trace, isolation, stats."""
 
 CHECK_PROGRAM = """Validate a program without running it: valid, errors (rule, line, col and what
-to write instead), calls. Tool calls are checked against the tools' signatures. The program may
-be wrapped in a Markdown code fence; language as for run_program."""
+to write instead), calls. Tool calls are checked against the tools' signatures. session: check
+it as the next run of that session would be (the names its runs bound are defined). The program
+may be wrapped in a Markdown code fence; language as for run_program."""
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -284,6 +285,13 @@ class Sessions:
         with self._lock:
             return sorted(n for n, s in self._open.items() if not s.closed)
 
+    def bound(self, name: str) -> tuple:
+        """(names, level): the names session NAME's runs have bound and the language level it
+        runs at ((), None when it is not open)."""
+        with self._lock:
+            found, level = self._open.get(name), self._levels.get(name)
+        return (found.names, level) if found is not None and not found.closed else ((), None)
+
 
 def build_server(served) -> MCPServer:
     """An MCPServer whose tools run programs in SERVED's jail (a `Served`, or an open
@@ -360,10 +368,14 @@ def build_server(served) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, description=f"{CHECK_PROGRAM}\n\n{tools_text}")
     def check_program(
-        program: str, params: list[str] | None = None, language: str | None = None
+        program: str,
+        params: list[str] | None = None,
+        session: str | None = None,
+        language: str | None = None,
     ) -> CallToolResult:
         code, above = unfence(program)
-        verdict = served.checker_for(language).check(code, params)
+        defined, level = sessions.bound(session) if session is not None else ((), None)
+        verdict = served.checker_for(language or level).check(code, params, defined)
         return _reply(place_back(verdict.to_dict(), above))
 
     @server.tool(annotations=READ_ONLY)

@@ -1532,7 +1532,7 @@ def _parse(text: str) -> ast.Module:
     if _WARNING_FILTER not in warnings.filters:  # a catch_warnings block may have dropped it
         _ignore_our_warnings()
     try:
-        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # type: ignore[return-value]
     except SyntaxError as exc:
         if not (exc.msg or "").startswith(_WARNING_MESSAGES):
             raise
@@ -1540,7 +1540,7 @@ def _parse(text: str) -> ast.Module:
     # into an error: parse again with our filter in front.
     with warnings.catch_warnings():
         _ignore_our_warnings()
-        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # type: ignore[return-value]
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -1569,8 +1569,8 @@ def _spelt_after(line: bytes, keyword: bytes, name: bytes, start: int) -> int:
 
 def _ignore_our_warnings() -> None:
     """Put _WARNING_FILTER first, as warnings.filterwarnings puts its own."""
-    warnings.filters.insert(0, _WARNING_FILTER)
-    warnings._filters_mutated()  # what filterwarnings calls: cached verdicts are dropped
+    warnings.filters.insert(0, _WARNING_FILTER)  # type: ignore[attr-defined]
+    warnings._filters_mutated()  # type: ignore[attr-defined]  # what filterwarnings calls: cached verdicts are dropped
 
 
 def check_language(language) -> str:

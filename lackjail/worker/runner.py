@@ -380,8 +380,8 @@ def run_one(channel, msg, limits):
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        stop = Stop.raised[0]
-        status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
+        held = Stop.raised[0]
+        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()

@@ -262,7 +262,7 @@ def read_config(text: str) -> dict:
     """The zygote's settings from TEXT, a dict literal of constants (numbers, booleans, the
     BPF bytes): parsed, never evaluated. Not ast.literal_eval: ast.py brings re and enum
     into every jail's start. Raises ValueError for anything else."""
-    tree = compile(text, "<config>", "eval", _ast.PyCF_ONLY_AST, dont_inherit=True).body
+    tree = compile(text, "<config>", "eval", _ast.PyCF_ONLY_AST, dont_inherit=True).body  # type: ignore[attr-defined]
     nodes = (*tree.keys, *tree.values) if type(tree) is _ast.Dict else (None,)
     if not all(type(node) is _ast.Constant for node in nodes):
         raise ValueError("the zygote's configuration must be a dict literal of constants")
