@@ -359,7 +359,8 @@ class Jail:
         if lost:
             note = f"the session's state was lost: {lost}; this run started clean"
             result.errors.insert(0, {"message": note})
-        result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        if check.valid:  # a rejected program did not run: its wall time stays 0
+            result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
     def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
