@@ -71,8 +71,8 @@ class ScriptedPool:
     def __init__(self, *args, **kwargs):
         self.mode, self.isolation, self.size = "fresh", "none", 1
 
-    def execute(self, request, call, on_output):
-        outcomes = [call(name, args, {}) for name, args in self.calls]
+    def execute(self, request, call, on_output=None, limits=None):
+        outcomes = [call(name, args, {}, None) for name, args in self.calls]
         value = [[o.ok, o.value if o.ok else o.error] for o in outcomes]
         return SimpleNamespace(status="ok", value=value, errors=[], cpu_ms=0.0, max_rss_kb=0)
 
