@@ -153,15 +153,16 @@ class ResultWriter:
 
     def __init__(self, output: HostFile):
         self.output = output
-        self._fd = None
+        self._fd: int | None = None
 
     def write(self, ident, result: dict) -> None:
         if self._fd is None:
             self._fd = self._open()
+        fd = self._fd
         line = json.dumps({"id": ident, **jsonable(result)}, ensure_ascii=True) + "\n"
         data = line.encode()
         while data:
-            data = data[os.write(self._fd, data) :]
+            data = data[os.write(fd, data) :]
 
     def _open(self) -> int:
         try:
@@ -180,18 +181,9 @@ class ResultWriter:
 
 
 def invalid_result(message: str) -> dict:
-    return {
-        "status": "invalid",
-        "value": None,
-        "output": "",
-        "errors": [{"message": message}],
-        "trace": [],
-        "isolation": "",
-        "mode": "",
-        "stats": {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-        "written": [],
-        "diff": "",
-    }
+    from lackjail.result import Result
+
+    return Result.failed("invalid", message).to_dict()
 
 
 def parse_line(

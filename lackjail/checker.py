@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import keyword
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from lackjail import lang, plain
 from lackjail.lang import ValidationError, ValidationResult, format_error
@@ -43,18 +43,24 @@ class Checker:
         self.policy = load_policy(policy)
         self.language = lang.check_language(language or self.policy.language)
         kit = _resolved(kit, workspace)
-        self.tools = _tool_names(kit)
+        self.tools, self.calls = _tool_names(kit)
         self.signatures = _signatures(kit)
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self._keeping = threading.Lock()  # held while _verdicts changes
+        level = lang.LEVELS[self.language]
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
-        if self.language == "extended":
-            self.reserved |= frozenset(lang.EXCEPTION_NAMES)
+        if self.language != "lackpy":
+            self.reserved |= frozenset(level.exceptions)
 
-    def check(self, program, params=None, defined=()) -> ValidationResult:
+    def check(
+        self,
+        program: str | bytes,
+        params: Mapping[str, object] | Iterable[str] | None = None,
+        defined: Iterable[str] = (),
+    ) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
@@ -76,7 +82,7 @@ class Checker:
     def _validate(self, program, names: tuple, defined: tuple = ()) -> ValidationResult:
         return lang.validate(
             program,
-            tools=self.tools,
+            tools=self.calls,
             params=names,
             defined=defined,
             rules=self.rules,
@@ -146,11 +152,15 @@ def _resolved(kit, workspace):
     return kit
 
 
-def _tool_names(kit) -> tuple:
+def _tool_names(kit) -> tuple[tuple, tuple]:
+    """The kit's names (a pack by its namespace) and the names the validator is given:
+    a pack's members one by one ("fs.read"), so that its namespace allows just those."""
     if kit is None:
-        return ()
+        return (), ()
     names = kit.names if hasattr(kit, "names") else kit
-    return tuple(names() if callable(names) else names)
+    names = tuple(names() if callable(names) else names)
+    specs = getattr(kit, "specs", None)
+    return names, (tuple(specs) if isinstance(specs, dict) else names)
 
 
 def _signatures(kit) -> dict:
@@ -188,6 +198,16 @@ def bundled_hints() -> dict:
     return hints
 
 
-def check(program, kit=None, params=None, *, policy="default", language=None) -> ValidationResult:
-    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`)."""
+def check(
+    program: str | bytes,
+    kit: object = None,
+    params: Mapping[str, object] | Iterable[str] | None = None,
+    *,
+    policy: Policy | str | None = "default",
+    language: str | None = None,
+) -> ValidationResult:
+    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`).
+
+    KIT: a kit name, spec or resolved Kit (None: no tools); PARAMS: values by name, or names.
+    """
     return Checker(policy, kit, language).check(program, params)

@@ -57,7 +57,7 @@ def _cgroups() -> tuple[bool, str]:
 
 def report() -> list[dict]:
     """Checks as {name, ok, detail}; the last says which isolation level runs get."""
-    checks = []
+    checks: list[dict] = []
     binary = isolation.nsjail_binary()
     checks.append(
         {
@@ -76,19 +76,43 @@ def report() -> list[dict]:
     ):
         ok, why = fn()
         checks.append({"name": name, "ok": ok, "detail": why})
+    for name, fn in (
+        ("namespaces", isolation.namespaces_status),
+        ("landlock", isolation.landlock_status),
+    ):
+        ok, why = fn()
+        checks.append({"name": name, "ok": ok, "detail": why})
+    namespaces, landlock = checks[-2], checks[-1]
     ok, why = isolation.probe_nsjail()
     checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
-    seccomp_ok = checks[-3]["ok"]
-    level = "nsjail" if ok else ("seccomp" if seccomp_ok else "none")
+    if not ok and landlock["ok"]:
+        landlock["ok"], landlock["detail"] = _landlock_starts(landlock["detail"])
+    seccomp_ok = next(c["ok"] for c in checks if c["name"] == "seccomp")
+    if ok:
+        level, detail = "nsjail", "namespaces, minimal mounts, uid 65534, rlimits, seccomp"
+    elif landlock["ok"]:
+        cause = namespaces["detail"] if not namespaces["ok"] else f"nsjail cannot start: {why}"
+        level = "landlock"
+        detail = (
+            f"{landlock['detail']}, seccomp, rlimits, a fresh process per run; no nsjail "
+            f"because {cause} (policies demanding nsjail will refuse to run)"
+        )
+    elif seccomp_ok:
+        level = "seccomp"
+        detail = "fallback only (policies demanding nsjail or landlock will refuse to run)"
+    else:
+        level, detail = "none", "no isolation available: lackjail cannot run programs here"
     checks.append(
         {
             "name": "isolation level",
             "ok": level != "none",
-            "detail": {
-                "nsjail": "nsjail: namespaces, minimal mounts, uid 65534, rlimits, seccomp",
-                "seccomp": "seccomp fallback only (policies demanding nsjail will refuse to run)",
-                "none": "no isolation available: lackjail cannot run programs here",
-            }[level],
+            "detail": f"{level}: {detail}" if level != "none" else detail,
         }
     )
     return checks
+
+
+def _landlock_starts(detail: str) -> tuple[bool, str]:
+    """Whether a landlock zygote starts and confines itself here (ok, detail)."""
+    ok, why = isolation.probe_landlock()
+    return ok, detail if ok else f"{detail}, but a confined zygote did not start: {why}"

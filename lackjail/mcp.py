@@ -80,7 +80,8 @@ runs bound, and its params; without it every run starts clean. Returns status, v
 errors (line/col), trace, isolation, stats."""
 
 CHECK_PROGRAM = """Validate a program without running it: valid, errors (rule, line, col and what
-to write instead), calls. Tool calls are checked against the tools' signatures."""
+to write instead), calls. Tool calls are checked against the tools' signatures. session: check
+it as the next run of that session would be (the names its runs bound are defined)."""
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -211,6 +212,12 @@ class Sessions:
         with self._lock:
             return sorted(n for n, s in self._open.items() if not s.closed)
 
+    def bound(self, name: str) -> tuple:
+        """The names session NAME's runs have bound (none when it is not open)."""
+        with self._lock:
+            found = self._open.get(name)
+        return found.names if found is not None and not found.closed else ()
+
 
 def build_server(served) -> MCPServer:
     """An MCPServer whose tools run programs in SERVED's jail (a `Served`, or an open
@@ -283,8 +290,11 @@ def build_server(served) -> MCPServer:
         return _reply({"session": session, "closed": True})
 
     @server.tool(annotations=READ_ONLY, description=f"{CHECK_PROGRAM}\n\n{tools_text}")
-    def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        return _reply(checker.check(program, params).to_dict())
+    def check_program(
+        program: str, params: list[str] | None = None, session: str | None = None
+    ) -> CallToolResult:
+        defined = sessions.bound(session) if session is not None else ()
+        return _reply(checker.check(program, params, defined).to_dict())
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:

@@ -19,7 +19,7 @@ from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
 MAX_POLICY_BYTES = 1 << 20  # a policy file is read whole
-ISOLATION_LEVELS = ("nsjail", "seccomp")
+ISOLATION_LEVELS = ("nsjail", "landlock", "seccomp")  # strongest first
 ISOLATION_DEMANDS = (*ISOLATION_LEVELS, "any")  # what a policy may demand
 MODES = ("fresh", "reuse")
 PATH_RULE_KEYS = ("write_deny", "read_deny", "write_allow", "read_allow")
@@ -83,7 +83,9 @@ class ToolRules:
 @dataclass(frozen=True)
 class Policy:
     name: str = "default"
-    isolation: str = "nsjail"  # the level demanded; "any" allows the seccomp fallback
+    # the weakest isolation level accepted: the strongest this host has runs, down to it
+    # ("any": the seccomp fallback too)
+    isolation: str = "nsjail"
     language: str = "lackpy"  # the language level programs are checked at (LANGUAGES)
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
@@ -182,7 +184,7 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
         )
     if values.get("isolation", "nsjail") not in ISOLATION_DEMANDS:
         raise PolicyError(
-            "policy key 'isolation' must be one of nsjail, seccomp, any; "
+            "policy key 'isolation' must be one of nsjail, landlock, seccomp, any; "
             f"not {values['isolation']!r}"
         )
     pool = values.get("pool")

@@ -155,7 +155,7 @@ def main(argv: list[str]) -> None:
     if "--inside" in argv:
         print(json.dumps(_ray_inside(n)))
         return
-    sections = [] if "--ray-only" in argv else [local_figures]
+    sections: list = [] if "--ray-only" in argv else [local_figures]
     if "--ray" in argv or "--ray-only" in argv:
         sections.append(ray_figures)
     for section in sections:

@@ -25,7 +25,7 @@ class Failure(click.ClickException):
 
     def __init__(self, error: LackjailError):
         super().__init__(str(error))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click's is a class default
 
 
 def _failing(invoke):
@@ -67,15 +67,9 @@ def result_object(status: str, message: str, wall_ms: float = 0.0, **known) -> d
     """A run's result for a program that never ran or did not finish (bad input, Ctrl-C): every
     key a finished run's has (`lackjail.api.Result`), neutral unless KNOWN (output, trace,
     isolation, mode) says what happened until then."""
-    from lackjail.api import Result
+    from lackjail.result import Result
 
-    stats = {
-        "wall_ms": round(wall_ms, 3),
-        "cpu_ms": 0.0,
-        "max_rss_kb": 0,
-        "tool_calls": len(known.get("trace", ())),
-    }
-    return Result(status, errors=[{"message": message}], stats=stats, **known).to_dict()
+    return Result.failed(status, message, wall_ms, **known).to_dict()
 
 
 def error_object(message: str) -> str:

@@ -3,8 +3,8 @@
 A small reader of ELF headers and dynamic sections (DT_NEEDED, DT_RPATH, DT_RUNPATH,
 PT_INTERP) and of the loader's cache (/etc/ld.so.cache), and a resolver that follows
 ld.so's search order: RPATH (of the object, and of the program, when the object has no
-RUNPATH), RUNPATH, the cache, the default folders. Nothing is executed: `ldd` runs the
-program's own loader, which a hostile binary can choose.
+RUNPATH), LD_LIBRARY_PATH, RUNPATH, the cache, the default folders. Nothing is
+executed: `ldd` runs the program's own loader, which a hostile binary can choose.
 """
 
 from __future__ import annotations
@@ -157,9 +157,12 @@ def default_dirs(multiarch: str) -> list[str]:
 class Resolver:
     """The host loader's search, for objects of one kind (class, byte order, machine)."""
 
-    def __init__(self, cache: dict | None = None, dirs: list[str] | None = None):
+    def __init__(self, cache=None, dirs=None, env_dirs=None):
         self.cache = read_ld_cache() if cache is None else cache
         self.dirs = default_dirs("") if dirs is None else dirs
+        if env_dirs is None:  # as the loader read it when this process started
+            env_dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+        self.env_dirs = env_dirs
         self._read: dict[str, Elf | None] = {}
 
     def closure(self, roots: list[str]) -> Closure:
@@ -184,7 +187,8 @@ class Resolver:
                     if len(out.objects) >= MAX_OBJECTS:
                         raise ElfError(f"more than {MAX_OBJECTS} shared objects")
                     dep = out.objects[found] = self._elf(found)
-                    queue.append((found, dep, program))
+                    if dep is not None:
+                        queue.append((found, dep, program))
         return out
 
     def find(self, name: str, by: str, elf: Elf, program: Elf) -> str | None:
@@ -195,7 +199,7 @@ class Resolver:
         # an object's RPATH counts only where it has no RUNPATH, and only for the names of
         # objects without a RUNPATH (ld.so's order; the loading chain between is not kept)
         searches = [] if elf.runpath else [*elf.rpath, *([] if program.runpath else program.rpath)]
-        for folder in [*searches, *elf.runpath]:
+        for folder in [*searches, *self.env_dirs, *elf.runpath]:
             folder = folder.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
             if "$" in folder:  # $LIB, $PLATFORM: this host's loader only knows
                 continue

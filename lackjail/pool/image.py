@@ -219,6 +219,32 @@ def library_binds(image: Image) -> list[Bind]:
     return list(out.values())
 
 
+def readable_paths(image: Image) -> list[str]:
+    """What IMAGE lets a jail read, as host paths, for a level without mounts (Landlock):
+    each bind's source; where a tmpfs hides part of a folder (site-packages in the
+    standard library), that folder's other entries one by one."""
+    mounts = binds(image, library_binds(image))
+    hidden = set()
+    for t in image.data["tmpfs"]:
+        for bind in reversed(mounts):
+            if t["dst"].startswith(bind.dst.rstrip("/") + "/"):
+                hidden.add(os.path.realpath(bind.src + t["dst"][len(bind.dst.rstrip("/")) :]))
+                break
+    out: list[str] = []
+    for bind in mounts:
+        out += _without(bind.src, hidden)
+    return list(dict.fromkeys(out))
+
+
+def _without(path: str, hidden: set) -> list[str]:
+    """PATH, or where something HIDDEN lies beneath it, its entries but those."""
+    if path in hidden:
+        return []
+    if not any(h.startswith(path + "/") for h in hidden):
+        return [path]
+    return [p for name in sorted(os.listdir(path)) for p in _without(f"{path}/{name}", hidden)]
+
+
 def _place_taken(image: Image, dst: str, earlier: list, optional: bool, src: str = "") -> bool:
     """Whether DST must not be mounted: it lies inside an earlier bind, whose host folder
     either shows SRC there already (True), or has nothing there, where nsjail would create

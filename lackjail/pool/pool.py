@@ -23,7 +23,7 @@ from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
-from lackjail.pool.session import SESSION_RUNS, SessionJail
+from lackjail.pool.session import SESSION_RUNS, SessionJail, SessionJails
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -48,6 +48,7 @@ class Pool:
         workers: int | None = None,
         mode: str | None = None,
         isolation_level: str | None = None,
+        python_level: bool = False,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
             raise ArgumentError(
@@ -55,6 +56,7 @@ class Pool:
                 f"pool.workers), not {workers}"
             )
         self.policy = policy
+        self.python_level = python_level  # its zygotes import the python level's modules
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
@@ -77,10 +79,12 @@ class Pool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.launcher = None
-        self._session_launcher = None  # the zygotes of sessions' jails (session_jail)
+        self.launcher: isolation.Launcher | None = None
+        # the zygotes of sessions' jails (session_jail)
+        self._session_launcher: isolation.Launcher | None = None
+        self._session_jails: SessionJails | None = None
         started = time.monotonic()
-        first = self._start_first(isolation_level or policy.isolation)
+        first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
         self.cold_start_ms = (time.monotonic() - started) * 1000
         self._idle.append(first)
         self._supervisor = threading.Thread(
@@ -90,38 +94,47 @@ class Pool:
 
     @property
     def isolation(self) -> str:
-        return self.launcher.level
+        return self.launcher.level if self.launcher is not None else "none"
 
     # -- starting -------------------------------------------------------
 
-    def _start_first(self, demanded: str) -> JailProcess:
-        """Start the first jail and wait for it: nsjail when it works; the seccomp
-        fallback only when the demanded level allows it. Sets the launcher."""
+    def _start_first(self, demanded: str, exact: bool) -> JailProcess:
+        """Start the first jail and wait for it, at the strongest level this host has down
+        to DEMANDED, the weakest the policy accepts (or at DEMANDED alone when EXACT; `any`:
+        the strongest there is). Sets the launcher."""
         args = isolation.zygote_config(
-            self.limits, self.mode, self.policy.pool.recycle_after, self.policy.pool.spares
+            self.limits,
+            self.mode,
+            self.policy.pool.recycle_after,
+            self.policy.pool.spares,
+            python_level=self.python_level,
         )
-        why = ""
-        if demanded in ("nsjail", "any"):
+        levels: tuple[str, ...] = isolation.LEVELS
+        if demanded != "any":
+            levels = (demanded,) if exact else levels[: levels.index(demanded) + 1]
+        failures = []
+        for level in levels:
             try:
-                self.launcher = isolation.nsjail_launcher(args)
+                self.launcher = _launcher(level, args)
                 return self._start_now()
             except (isolation.IsolationError, images.ImageError, JailDied, OSError) as exc:
-                why = str(exc)
+                failures.append((level, str(exc)))
                 self._close_launcher()
-            if demanded == "nsjail":
-                raise isolation.IsolationError(
-                    f"policy '{self.policy.name}' requires nsjail isolation, which this host "
-                    f"cannot provide: {why} (run 'lackjail doctor'; set isolation = \"any\" "
-                    "to allow the seccomp fallback)"
-                )
-        self.launcher = isolation.seccomp_launcher(args)
-        try:
-            return self._start_now()
-        except (JailDied, OSError) as exc:
-            self._close_launcher()
-            raise PoolError(
-                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
-            ) from None
+                self.launcher = None
+        why = "; ".join(f"{level}: {text}" for level, text in failures)
+        if failures[0][0] == "nsjail":
+            ok, cause = isolation.namespaces_status()
+            why = why if ok else f"{cause}; {why}"
+        if levels[-1] != "seccomp":
+            weaker = isolation.LEVELS[isolation.LEVELS.index(levels[-1]) + 1]
+            who = "this run" if exact else f"policy '{self.policy.name}'"
+            raise isolation.IsolationError(
+                f"{who} requires {levels[-1]} isolation"
+                f"{' or stronger' if len(levels) > 1 else ''}, which this host cannot "
+                f"provide: {why} (run 'lackjail doctor'; a policy with isolation = "
+                f'"{weaker}" accepts the {weaker} level)'
+            )
+        raise PoolError(f"no jail could start: {why}")
 
     def _start_now(self) -> JailProcess:
         jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
@@ -450,22 +463,19 @@ class Pool:
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
-            if self._session_launcher is None:
+            if self._session_jails is None:
                 args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
-                if self.launcher.level == "nsjail":
-                    self._session_launcher = isolation.nsjail_launcher(args)
-                else:
-                    self._session_launcher = isolation.seccomp_launcher(args)
-            launcher = self._session_launcher
-            ident = next(self._ids)
-        return SessionJail(
-            launcher,
-            ident,
-            self.max_frame,
-            self.limits.memory_mb,
-            self.policy.pool.start_timeout_s,
-            self.policy.pool.kill_grace_s,
-        )
+                # the level the pool's own jails run at, never a weaker one
+                self._session_launcher = _launcher(self.isolation, args)
+                self._session_jails = SessionJails(
+                    self._session_launcher,
+                    self.max_frame,
+                    self.limits.memory_mb,
+                    self.policy.pool.start_timeout_s,
+                    self.policy.pool.kill_grace_s,
+                )
+            jails = self._session_jails
+        return jails.take()
 
     def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
         """A jail lent to this run and its ready child. A jail found ended is retired and
@@ -511,6 +521,9 @@ class Pool:
             self._cond.notify_all()
             self._wake()
             mine = threading.get_ident() in self._lent.values()
+            session_jails = self._session_jails
+        if session_jails is not None:  # the spare (sessions end their own jails)
+            session_jails.close()
         if self._supervisor is threading.current_thread():
             return
         if mine:  # bounded by the supervisor's life: a dead one sets nothing
@@ -524,6 +537,14 @@ class Pool:
             self.launcher.close()
         if self._session_launcher is not None:
             self._session_launcher.close()
+
+
+def _launcher(level: str, zygote_args: str) -> isolation.Launcher:
+    if level == "nsjail":
+        return isolation.nsjail_launcher(zygote_args)
+    if level == "landlock":
+        return isolation.landlock_launcher(zygote_args)
+    return isolation.seccomp_launcher(zygote_args)
 
 
 def _drain(fd: int) -> None:

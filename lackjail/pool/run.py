@@ -130,6 +130,8 @@ class Run:
             and child.runs < self.runs_per_child
             and protocol.keeps_child(outcome.status)
             and self.verdict is None
+            # a python-level program can change its modules' classes: no other run sees them
+            and (self.request.language != "python" or self.request.session)
         )
         if keep:
             child.ready = True

@@ -8,6 +8,7 @@ validated again here (the worker trusts nothing it is sent), compiled here
 
 import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 import _signal as signal  # setitimer without signal.py's enums
+import builtins
 import os
 import resource
 import select
@@ -15,8 +16,10 @@ import sys
 import time
 
 from lackjail import lang, plain, protocol
+from lackjail.worker import facades
 
 SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
+ModuleType = type(sys)
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
@@ -318,14 +321,13 @@ def run_one(channel, msg, limits):
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
-        visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
         language = msg["language"]
         check, tree = lang.validate_tree(
             msg["src"],
-            tools=visible,
+            tools=[*host_tools, *jail_tools],
             params=list(params),
             language=language,
-            defined=_defined(kept, language, visible) if kept is not None else (),
+            defined=_SESSION["names"] if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -338,10 +340,12 @@ def run_one(channel, msg, limits):
             if kept is not None:
                 namespace = kept
             else:
-                namespace = dict(NAMESPACES[language])
+                namespace = _namespace(language)
                 if msg["session"]:
-                    _SESSION["globals"] = namespace
-            namespace["print"] = make_print(out)
+                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+            if msg["session"]:  # what the next run may use: this one's bindings and params
+                _SESSION["names"].update(check.variables, params)
+            namespace["print"] = facades.OUTPUT[0] = make_print(out)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -350,7 +354,7 @@ def run_one(channel, msg, limits):
                 )
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
-            namespace["__builtins__"] = {}
+            namespace["__builtins__"] = _builtins(language)
             try:
                 exec(code, namespace)
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
@@ -376,8 +380,8 @@ def run_one(channel, msg, limits):
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        stop = Stop.raised[0]
-        status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
+        held = Stop.raised[0]
+        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
@@ -390,7 +394,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
+# A session child's globals, kept from one run to the next, and the names its runs bound
+# (as their validation found them: the next run's validator may let the program use them).
+_SESSION: dict = {}
 
 
 def _tighter(own, asked):
@@ -400,22 +406,31 @@ def _tighter(own, asked):
     return own
 
 
-def _defined(namespace, language, tools):
-    """What a session's earlier runs bound: the kept globals but the level's own names,
-    print and the tools (bound again for every run)."""
-    base = NAMESPACES[language]
-    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
+def _namespace(language):
+    """A run's fresh namespace: its level's names. A python-level program runs in a module
+    of its own, `__main__` while it runs, as a script does: the standard library finds a
+    class's module there (dataclasses' string annotations, namedtuple, enum)."""
+    if language != "python":
+        return dict(NAMESPACES[language])
+    module = ModuleType("__main__")
+    sys.modules["__main__"] = module
+    namespace = module.__dict__
+    namespace.update(NAMESPACES[language])
+    return namespace
 
 
-_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
+def _builtins(language):
+    """The run's `__builtins__`: empty, but at the python level what `class` and `import`
+    statements look up there (no program can name either: they start with '__')."""
+    if language != "python":
+        return {}
+    return {"__build_class__": builtins.__build_class__, "__import__": facades.importer}
 
 
 def _load_builtins():
-    import builtins
-
     return {  # every level's: a run's namespace takes its own level's names from these
-        name: getattr(builtins, name)
-        for name in lang.LEVELS["extended"].builtins
+        name: facades.one_type if name == "type" else getattr(builtins, name)
+        for name in lang.LEVELS["python"].builtins
         if hasattr(builtins, name)
     }
 
@@ -424,12 +439,10 @@ BUILTINS = _load_builtins()
 
 
 def _load_exceptions():
-    """The exception classes a program at the extended level may name; ToolError is ours."""
-    import builtins
-
+    """The exception classes a program above the lackpy level may name; ToolError is ours."""
     return {
         name: ToolError if name == "ToolError" else getattr(builtins, name)
-        for name in lang.EXCEPTION_NAMES
+        for name in lang.LEVELS["python"].exceptions
     }
 
 
@@ -437,13 +450,12 @@ EXCEPTIONS = _load_exceptions()
 
 
 def _load_namespaces():
-    """Each level's starting namespace (its builtins; the extended level's exception
-    classes), built once: a run copies its level's and adds print, parameters and tools."""
+    """Each level's starting namespace (its builtins and exception classes), built once: a
+    run copies its level's and adds print, parameters and tools."""
     namespaces = {}
     for name, level in lang.LEVELS.items():
         namespace = {n: BUILTINS[n] for n in level.builtins if n in BUILTINS}
-        if name == "extended":
-            namespace.update(EXCEPTIONS)
+        namespace.update({n: EXCEPTIONS[n] for n in level.exceptions})
         namespaces[name] = namespace
     return namespaces
 
@@ -503,5 +515,13 @@ def serve(fd_in, fd_out, limits, gen):
                     result["id"], "limit", None, [error], result["cpu_ms"], result["max_rss_kb"]
                 )
             )
-        if not protocol.keeps_child(result["status"]):
-            return  # the process may be in a bad state: a fresh child takes over
+        if not protocol.keeps_child(result["status"]) or _leaves_state(msg):
+            # the process may be in a bad state, or hold what a python-level program left
+            # in its classes and modules: a fresh child takes over
+            return
+
+
+def _leaves_state(msg) -> bool:
+    """A python-level program may change the classes of the modules it imported: its
+    child serves no other program (a session's own runs share its state by choice)."""
+    return msg["language"] == "python" and not msg["session"]

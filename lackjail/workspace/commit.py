@@ -329,7 +329,8 @@ def _replace(tree: Tree, target: Target) -> None:
         else:
             if not stat.S_ISREG(now.st_mode):
                 raise CommitError(f"{show(target.rel)} is not a regular file any more")
-            os.link(name, target.backup, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+            backup = target.backup or ""  # named for every target when the commit was prepared
+            os.link(name, backup, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
             os.rename(target.tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
         target.tmp = ""
     finally:

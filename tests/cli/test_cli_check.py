@@ -129,4 +129,7 @@ def test_spec_describes_the_level_asked_for():
     assert "def/return" in extended.output and "def/return" not in lackpy.output
     data = json.loads(run(spec, ["--json", "--language", "extended"]).output)
     assert data["language"] == "extended" and "While" in data["nodes"]
-    assert run(spec, ["--language", "python"]).exit_code == 2
+    python = run(spec, ["--language", "python"])
+    assert python.exit_code == 0 and python.output.startswith("python ")
+    assert "json: JSONDecodeError" in python.output
+    assert run(spec, ["--language", "cobol"]).exit_code == 2

@@ -80,7 +80,9 @@ def test_the_search_follows_the_loaders_order(tmp_path):
     (tmp_path / "default" / "libtwo.so").write_bytes(elf_bytes())
     (tmp_path / "default" / "libthree.so").write_bytes(elf_bytes())
     resolver = elf.Resolver(
-        cache={"libtwo.so": [f"{tmp_path}/cached/libtwo.so"]}, dirs=[f"{tmp_path}/default"]
+        cache={"libtwo.so": [f"{tmp_path}/cached/libtwo.so"]},
+        dirs=[f"{tmp_path}/default"],
+        env_dirs=[],
     )
     closure = resolver.closure([str(prog)])
     assert list(closure.objects) == [
@@ -99,8 +101,19 @@ def test_rpath_counts_where_there_is_no_runpath(tmp_path):
     prog = tmp_path / "prog"
     prog.write_bytes(elf_bytes(("libr.so",), rpath="$ORIGIN/r"))
     (tmp_path / "r" / "libr.so").write_bytes(elf_bytes())
-    closure = elf.Resolver(cache={}, dirs=[]).closure([str(prog)])
+    closure = elf.Resolver(cache={}, dirs=[], env_dirs=[]).closure([str(prog)])
     assert f"{tmp_path}/r/libr.so" in closure.objects
+
+
+def test_ld_library_path_comes_before_runpath(tmp_path):
+    """As for the loader that started this process: LD_LIBRARY_PATH, then RUNPATH."""
+    for folder in ("env", "run"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "libx.so").write_bytes(elf_bytes())
+    prog = tmp_path / "prog"
+    prog.write_bytes(elf_bytes(("libx.so",), runpath=f"{tmp_path}/run"))
+    resolver = elf.Resolver(cache={}, dirs=[], env_dirs=[f"{tmp_path}/env"])
+    assert f"{tmp_path}/env/libx.so" in resolver.closure([str(prog)]).objects
 
 
 def test_the_loader_cache_is_read(tmp_path):

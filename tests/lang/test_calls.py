@@ -97,8 +97,8 @@ def test_an_int_is_a_float_and_any_takes_anything():
     }
     assert validate("scale(2, [1])", tools=["scale"], signatures=signatures).valid
     assert validate("scale(-2.5, what={})", tools=["scale"], signatures=signatures).valid
-    assert validate("fs.read(None)", tools=["fs"], signatures=signatures).valid
-    [error] = validate("fs.read(b'x')", tools=["fs"], signatures=signatures).errors
+    assert validate("fs.read(None)", tools=["fs.read"], signatures=signatures).valid
+    [error] = validate("fs.read(b'x')", tools=["fs.read"], signatures=signatures).errors
     assert (error.rule, error.line, error.col) == ("tool-call", 1, 9)
     assert "fs.read() argument 'path' must be str | None, not bytes" in error.message
 

@@ -78,7 +78,7 @@ def test_every_rule_has_examples_that_show_it(rule_id, entry, monkeypatch):
             _validator_bug(monkeypatch)
         assert rules(bad, "lackpy", **options) == [rule_id], rejected
         return
-    assert level in ("lackpy", "extended")
+    assert level in ("lackpy", "extended", "python")
     assert rule_id in rules(rejected, level), rejected
     ok(accepted, level)
 
@@ -289,7 +289,7 @@ def test_spec_describes_the_level_in_force():
         assert rule_id in text
     assert "rejected (extended): " in text and "ToolError" in text
     with pytest.raises(ValueError, match="unknown language level"):
-        spec("python")
+        spec("cobol")
 
 
 NESTED_BREAK = (
