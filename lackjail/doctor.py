@@ -83,7 +83,10 @@ def report() -> list[dict]:
         ok, why = fn()
         checks.append({"name": name, "ok": ok, "detail": why})
     namespaces, landlock = checks[-2], checks[-1]
-    ok, why = isolation.probe_nsjail()
+    if namespaces["ok"]:
+        ok, why = isolation.probe_nsjail()
+    else:  # nsjail would only say "Couldn't launch the child process"
+        ok, why = False, "not tried: nsjail needs namespaces"
     checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
     if not ok and landlock["ok"]:
         landlock["ok"], landlock["detail"] = _landlock_starts(landlock["detail"])

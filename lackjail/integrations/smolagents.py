@@ -2,7 +2,7 @@
 
     from lackjail.integrations.smolagents import LackjailExecutor
 
-    with LackjailExecutor(kit="readonly", language="extended") as executor:
+    with LackjailExecutor(kit="readonly", language="python") as executor:
         agent = CodeAgent(tools=[...], model=model, executor=executor,
                           instructions=executor.instructions())
         agent.run("How many Python files are there?")
