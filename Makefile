@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_EXAMPLES ?= 20000
 
-.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode
+.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode dist
 
 setup: $(STAMP) bytecode
 
@@ -55,10 +55,12 @@ $(VENV)/.agents: $(STAMP)
 	$(PY) -m pip install -q -e '.[agents]'
 	@touch $@
 
-# ruff: lint and formatting, both must be clean (CI runs this before the tests).
+# ruff (lint and formatting) and mypy (types, configured in pyproject.toml): all must be clean
+# (CI runs this before the tests).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 fuzz: setup
 	LACKJAIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest fuzz -p no:randomly
@@ -75,5 +77,10 @@ $(VENV)/.bench-installed: $(STAMP)
 doctor: setup
 	$(VENV)/bin/lackjail doctor
 
+# The sdist and the wheel, in dist/ (`pip install dist/lackjail-*.whl` anywhere).
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

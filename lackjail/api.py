@@ -22,13 +22,13 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lackjail import fanout, lang, protocol
+from lackjail import fanout, lang
 from lackjail.checker import Checker
 from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
+from lackjail.result import Result, stats
 from lackjail.sessions import AsyncSession, Session, Sessions
 from lackjail.workspace.hostfs import Root
 
@@ -39,43 +39,6 @@ Params = Mapping[str, Any]
 Approver = Callable[[dict], bool]
 # Tools given as Python callables: a list of named callables, or a dict of name -> callable.
 Tools = Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
-
-
-@dataclass
-class Result:
-    """What a run produced; `to_dict()` is the `--json` contract of DESIGN.md."""
-
-    status: str
-    value: object = None
-    output: str = ""
-    errors: list = field(default_factory=list)
-    trace: list = field(default_factory=list)
-    isolation: str = ""
-    mode: str = ""
-    stats: dict = field(default_factory=dict)
-    written: list = field(default_factory=list)
-    diff: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def exit_code(self) -> int:
-        return protocol.exit_code(self.status)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _invalid(errors, isolation="", mode="") -> Result:
-    return Result(
-        "invalid",
-        errors=errors,
-        isolation=isolation,
-        mode=mode,
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 def _settle(session, result: Result, dry_run: bool) -> None:
@@ -148,7 +111,22 @@ class Jail:
 
     @property
     def isolation(self) -> str:
+        """The isolation level this Jail's runs get (`nsjail`, `landlock`, `seccomp`)."""
         return self.pool.isolation
+
+    @property
+    def mode(self) -> str:
+        """`fresh` (a new process per run) or `reuse` (a process serves many runs)."""
+        return self.pool.mode
+
+    @property
+    def workers(self) -> int:
+        """How many workers (jails) the pool keeps."""
+        return self.pool.size
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """Block until every worker has started and is idle (for benchmarks); False on timeout."""
+        return self.pool.wait_full(timeout)
 
     def __enter__(self) -> Jail:
         return self
@@ -259,7 +237,7 @@ class Jail:
 
     def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
         for done in fanout.fan_out(
-            lambda job: self._run(*_job(job, params), limits=limits),
+            lambda job: self._run(*program_and_params(job, params), limits=limits),
             programs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
@@ -289,10 +267,11 @@ class Jail:
             self._map_concurrency() if concurrency is None else concurrency,
             window,
         ):
-            if done.index < 0:
+            if done.index < 0 and done.error is not None:  # the jobs' iterator failed
                 raise done.error
             if isinstance(done.error, Exception):
-                yield done.job[0], _killed(f"lackjail could not run this program: {done.error}")
+                why = f"lackjail could not run this program: {done.error}"
+                yield done.job[0], Result.killed(why)
             elif done.error is not None:
                 raise done.error
             else:
@@ -349,9 +328,11 @@ class Jail:
         try:
             check = self.checker.check(program, params, defined)
             if not check.valid:
-                result = _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+                errors: list[Any] = [e.to_dict() for e in check.errors]
+                result = Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
             else:
                 result = self._execute(program, params, dry_run, approve, emit, limits, session)
+                result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
                 ran = (*check.variables, *params)
         finally:
             if session is not None:
@@ -359,8 +340,6 @@ class Jail:
         if lost:
             note = f"the session's state was lost: {lost}; this run started clean"
             result.errors.insert(0, {"message": note})
-        if check.valid:  # a rejected program did not run: its wall time stays 0
-            result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
     def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
@@ -406,12 +385,7 @@ class Jail:
         finally:
             if tools is not None:
                 tools.close()
-        result.stats = {
-            "wall_ms": 0.0,
-            "cpu_ms": outcome.cpu_ms,
-            "max_rss_kb": outcome.max_rss_kb,
-            "tool_calls": len(result.trace),
-        }
+        result.stats = stats(0.0, outcome.cpu_ms, outcome.max_rss_kb, len(result.trace))
         return result
 
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):
@@ -482,20 +456,13 @@ async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
     await task
 
 
-def _job(job, shared) -> tuple:
-    """(program, params) of one Jail.map item: a text, or a (program, params) pair."""
+def program_and_params(job, shared) -> tuple:
+    """(program, params) of one Jail.map item: a text, or a (program, params) pair (whose params
+    are laid over SHARED)."""
     if isinstance(job, tuple):
         program, own = job
         return program, {**(shared or {}), **(own or {})}
     return job, shared
-
-
-def _killed(message: str) -> Result:
-    return Result(
-        "killed",
-        errors=[{"message": message}],
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 class AsyncJail:

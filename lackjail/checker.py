@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import keyword
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from lackjail import lang, plain
 from lackjail.lang import ValidationError, ValidationResult, format_error
@@ -55,7 +55,12 @@ class Checker:
         if self.language != "lackpy":
             self.reserved |= frozenset(level.exceptions)
 
-    def check(self, program, params=None, defined=()) -> ValidationResult:
+    def check(
+        self,
+        program: str | bytes,
+        params: Mapping[str, object] | Iterable[str] | None = None,
+        defined: Iterable[str] = (),
+    ) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
@@ -193,6 +198,16 @@ def bundled_hints() -> dict:
     return hints
 
 
-def check(program, kit=None, params=None, *, policy="default", language=None) -> ValidationResult:
-    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`)."""
+def check(
+    program: str | bytes,
+    kit: object = None,
+    params: Mapping[str, object] | Iterable[str] | None = None,
+    *,
+    policy: Policy | str | None = "default",
+    language: str | None = None,
+) -> ValidationResult:
+    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`).
+
+    KIT: a kit name, spec or resolved Kit (None: no tools); PARAMS: values by name, or names.
+    """
     return Checker(policy, kit, language).check(program, params)

@@ -37,8 +37,9 @@ import msgpack
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from lackjail.api import Jail, Result, _killed
+from lackjail.api import Jail
 from lackjail.errors import HostError
+from lackjail.result import Result
 
 PROBE_S = 5.0  # how long the cluster's port may take to accept a connection
 RAY_CLIENT_PORT = 10001  # Ray Client's default port, for ray://HOST
@@ -102,7 +103,7 @@ def _dialed(address: str | None) -> tuple[str, int] | None:
             if not url.hostname:
                 raise ValueError(f"{target!r} names no host")
             return url.hostname, url.port or RAY_CLIENT_PORT
-        hostport = canonicalize_bootstrap_address(target)
+        hostport = canonicalize_bootstrap_address(target or "auto")
         if hostport is None:
             return None
         host, _, port = hostport.rpartition(":")
@@ -160,7 +161,7 @@ class NodeJail:
     def ready(self) -> dict:
         return {
             "isolation": self.jail.isolation,
-            "workers": self.jail.pool.size,
+            "workers": self.jail.workers,
             "pid": os.getpid(),
         }
 
@@ -202,7 +203,7 @@ class RayJail:
         self._start(policy, kit, isolation, concurrency, runtime_env)
 
     def _start(self, policy, kit, isolation, concurrency, runtime_env) -> None:
-        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)
+        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)  # type: ignore[call-overload]
         starting = {}
         for node in ray.nodes():
             if not node.get("Alive"):
@@ -249,7 +250,7 @@ class RayJail:
         seqs = iter(range(1 << 62))
         exhausted = False
         while True:
-            for actor in sorted(load, key=load.get):
+            for actor in sorted(load, key=lambda a: load[a]):
                 while load.get(actor, self.chunks_in_flight) < self.chunks_in_flight:
                     chunk = [retry.popleft() for _ in range(min(len(retry), self.chunk))]
                     while not exhausted and len(chunk) < self.chunk:
@@ -281,7 +282,7 @@ class RayJail:
                         self.retried += 1
                     else:
                         programs.pop(seq)
-                        yield keys.pop(seq), _killed(self._why_killed(seq in retried, exc))
+                        yield keys.pop(seq), Result.killed(self._why_killed(seq in retried, exc))
                 continue
             if actor in load:
                 load[actor] -= 1
@@ -290,10 +291,10 @@ class RayJail:
                 yield keys.pop(seq), Result(**result)
         # every actor is gone: what is left was never run
         for seq in list(retry) + [seq for seq in keys if seq not in retry]:
-            yield keys.pop(seq), _killed("not run: every actor of the cluster died")
+            yield keys.pop(seq), Result.killed("not run: every actor of the cluster died")
         if not exhausted:
             for key, _, _ in source:
-                yield key, _killed("not run: every actor of the cluster died")
+                yield key, Result.killed("not run: every actor of the cluster died")
 
     def _lost(self, actor, exc, load) -> None:
         load.pop(actor, None)
@@ -311,10 +312,10 @@ class RayJail:
 
     def map(self, programs: Iterable, params=None) -> Iterator[Result]:
         """Results in input order, like `Jail.map` (items: texts or (program, params) pairs)."""
-        from lackjail.api import _job
+        from lackjail.api import program_and_params
 
         waiting, head = {}, 0
-        jobs = ((i, *_job(item, params)) for i, item in enumerate(programs))
+        jobs = ((i, *program_and_params(item, params)) for i, item in enumerate(programs))
         for index, result in self.as_completed(jobs):
             waiting[index] = result
             while head in waiting:

@@ -250,6 +250,11 @@ class AsyncSession:
     async def __aenter__(self) -> AsyncSession:
         return await self.open()
 
+    async def _session(self) -> Session:
+        await self.open()
+        assert self.session is not None  # open() made it
+        return self.session
+
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
@@ -272,9 +277,9 @@ class AsyncSession:
         approve: Callable[[dict], bool] | None = None,
     ) -> Result:
         """See Session.run."""
-        await self.open()
+        session = await self._session()
         return await asyncio.to_thread(
-            self.session.run,
+            session.run,
             program,
             params,
             timeout=timeout,
@@ -296,8 +301,7 @@ class AsyncSession:
         """See Session.stream."""
         from lackjail.api import _astreamed
 
-        await self.open()
-        session = self.session
+        session = await self._session()
         async for event in _astreamed(
             lambda: session.stream(
                 program, params, timeout=timeout, cpu_s=cpu_s, memory_mb=memory_mb, approve=approve

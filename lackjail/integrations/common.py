@@ -10,8 +10,13 @@ idle timeout, its jail lost) is replaced by a fresh one, and the model is told.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from lackjail.lang import format_error
+from lackjail.sessions import Session
+
+if TYPE_CHECKING:
+    from lackjail.sessions import Session
 
 FILENAME = "program"  # how a model's code is named in `file:line:col: message`
 WHAT_HAPPENED = {
@@ -34,7 +39,7 @@ class CodeSession:
         self.jail = jail
         self.timeout = timeout
         self.idle_timeout_s = idle_timeout_s
-        self._session = None
+        self._session: Session | None = None
         self._lock = threading.Lock()
 
     def __enter__(self) -> CodeSession:

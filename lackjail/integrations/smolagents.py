@@ -2,7 +2,7 @@
 
     from lackjail.integrations.smolagents import LackjailExecutor
 
-    with LackjailExecutor(kit="readonly", language="extended") as executor:
+    with LackjailExecutor(kit="readonly", language="python") as executor:
         agent = CodeAgent(tools=[...], model=model, executor=executor,
                           instructions=executor.instructions())
         agent.run("How many Python files are there?")
@@ -177,7 +177,7 @@ def _as_function(name: str, tool, current):
         return _plain(current()(**arguments))
 
     call.__name__ = call.__qualname__ = name
-    call.__signature__ = inspect.Signature(params)
+    call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     lines = [" ".join(str(tool.description).split()) or name]
     if tool.inputs:
         lines += ["", "Parameters:"] + [

@@ -79,8 +79,9 @@ class Pool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.launcher = None
-        self._session_launcher = None  # the zygotes of sessions' jails (session_jail)
+        self.launcher: isolation.Launcher | None = None
+        # the zygotes of sessions' jails (session_jail)
+        self._session_launcher: isolation.Launcher | None = None
         self._session_jails: SessionJails | None = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
@@ -93,7 +94,7 @@ class Pool:
 
     @property
     def isolation(self) -> str:
-        return self.launcher.level
+        return self.launcher.level if self.launcher is not None else "none"
 
     # -- starting -------------------------------------------------------
 
@@ -108,7 +109,7 @@ class Pool:
             self.policy.pool.spares,
             python_level=self.python_level,
         )
-        levels = isolation.LEVELS
+        levels: tuple[str, ...] = isolation.LEVELS
         if demanded != "any":
             levels = (demanded,) if exact else levels[: levels.index(demanded) + 1]
         failures = []
@@ -465,7 +466,7 @@ class Pool:
             if self._session_jails is None:
                 args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
                 # the level the pool's own jails run at, never a weaker one
-                self._session_launcher = _launcher(self.launcher.level, args)
+                self._session_launcher = _launcher(self.isolation, args)
                 self._session_jails = SessionJails(
                     self._session_launcher,
                     self.max_frame,

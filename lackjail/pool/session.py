@@ -59,9 +59,9 @@ class SessionJail:
             raise JailDied(f"{exc}{jail.log_tail()}") from None
         return jail
 
-    def _ready_child(self) -> Child:
-        """The session's child, ready for a run; a clean one (and `lost` saying why) when it
-        ended, from a new jail when the zygote ended too."""
+    def _ready_child(self) -> tuple[JailProcess, Child]:
+        """The session's jail and its child, ready for a run; a clean child (and `lost` saying
+        why) when it ended, from a new jail when the zygote ended too."""
         if self.jail is not None:
             try:
                 child = self.jail.wait_ready_child(time.monotonic() + self._start_s)
@@ -76,7 +76,7 @@ class SessionJail:
             child = self.jail.wait_ready_child(time.monotonic() + self._start_s)
         if self.child is not None and child is not self.child:
             self.lost_now = "its process ended between runs"
-        return child
+        return self.jail, child
 
     def run(self, request: Request, tool_handler, on_output, limits) -> Outcome:
         """Run REQUEST on the session's child under LIMITS (see `Pool.execute`). Afterwards
@@ -86,15 +86,15 @@ class SessionJail:
             if self.closed:
                 return Outcome("killed", errors=[{"message": "the session is closed"}])
             try:
-                child = self._ready_child()
+                jail, child = self._ready_child()
             except (JailDied, protocol.ProtocolError, OSError) as exc:
                 self.child = None
                 return Outcome(
                     "killed", errors=[{"message": f"the session's jail could not start: {exc}"}]
                 )
-            run = Run(self.jail, child, request, tool_handler, on_output, limits, SESSION_RUNS)
+            run = Run(jail, child, request, tool_handler, on_output, limits, SESSION_RUNS)
             outcome = run.execute(limits.wall_s, self._kill_grace_s)
-            if child.gen in self.jail.children and not outcome.retire:
+            if child.gen in jail.children and not outcome.retire:
                 self.child = child
             else:
                 first = outcome.errors[0]["message"] if outcome.errors else outcome.status

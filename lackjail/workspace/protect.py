@@ -138,4 +138,5 @@ def _refuse(rule: str | None, doing: str, path, kind: str, why: str) -> None:
 def runs_later(rel: str) -> bool:
     """True for a path a default write rule protects: a file written there (by a policy that
     lifted the rule) never keeps exec bits."""
-    return _combined(DEFAULT_WRITE_DENY).match(rel) is not None
+    rules = _combined(DEFAULT_WRITE_DENY)
+    return rules is not None and rules.match(rel) is not None

@@ -120,3 +120,27 @@ def test_state_lasts_across_runs_of_the_agent_until_cleanup(workspace, require_n
         assert second.run("use k", reset=False) == 8
     finally:
         executor.cleanup()
+
+
+@tool
+def fetch(url: str) -> str:
+    """Fetch a page.
+
+    Args:
+        url: the page's address.
+    """
+    raise ConnectionError(f"cannot reach {url}")
+
+
+def test_a_tool_that_fails_is_an_error_the_model_reads(workspace, require_nsjail):
+    model = Scripted(
+        [
+            step("Fetch it.", "page = fetch('http://example.invalid/')"),
+            step("It failed; answer anyway.", "final_answer('unreachable')"),
+        ]
+    )
+    with LackjailExecutor(workspace=str(workspace), language="extended") as executor:
+        agent = CodeAgent(tools=[fetch], model=model, executor=executor)
+        assert agent.run("Fetch the page.") == "unreachable"
+    assert "The program failed:" in model.seen[1]
+    assert "cannot reach http://example.invalid/" in model.seen[1]
