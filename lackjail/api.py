@@ -113,7 +113,22 @@ class Jail:
 
     @property
     def isolation(self) -> str:
+        """The isolation level this Jail's runs get (`nsjail`, `landlock`, `seccomp`)."""
         return self.pool.isolation
+
+    @property
+    def mode(self) -> str:
+        """`fresh` (a new process per run) or `reuse` (a process serves many runs)."""
+        return self.pool.mode
+
+    @property
+    def workers(self) -> int:
+        """How many workers (jails) the pool keeps."""
+        return self.pool.size
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """Block until every worker has started and is idle (for benchmarks); False on timeout."""
+        return self.pool.wait_full(timeout)
 
     def __enter__(self) -> Jail:
         return self
@@ -129,7 +144,9 @@ class Jail:
             self._callables.close()
         self._root.close()
 
-    def check(self, program: Program, params: Params | Iterable[str] | None = None):
+    def check(
+        self, program: Program, params: Params | Iterable[str] | None = None
+    ) -> lang.ValidationResult:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
@@ -180,7 +197,15 @@ class Jail:
         """
         return Session(self, idle_timeout_s)
 
-    def delegate(self, intent, params=None, *, run=True, config=None, root=None):
+    def delegate(
+        self,
+        intent: str,
+        params: Params | None = None,
+        *,
+        run: bool = True,
+        config: Any = None,
+        root: str | os.PathLike | None = None,
+    ) -> Any:
         """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
         from lackjail import infer
 
@@ -214,7 +239,7 @@ class Jail:
 
     def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
         for done in fanout.fan_out(
-            lambda job: self._run(*_job(job, params), limits=limits),
+            lambda job: self._run(*program_and_params(job, params), limits=limits),
             programs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
@@ -226,7 +251,13 @@ class Jail:
                 raise done.error
             yield done.value
 
-    def as_completed(self, jobs, *, concurrency: int | None = None, window=None):
+    def as_completed(
+        self,
+        jobs: Iterable[tuple[Any, Program, Params | None]],
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+    ) -> Iterator[tuple[Any, Result]]:
         """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
 
         Every job yields exactly once: an exception while running one (the
@@ -380,7 +411,9 @@ class Jail:
         base = Kit(
             resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
         )
-        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
+        return resolve_kit(
+            base, workspace=self._root, extra_tools=specs, toolbox=box, extra_label="tools="
+        )
 
 
 def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:
@@ -425,8 +458,9 @@ async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
     await task
 
 
-def _job(job, shared) -> tuple:
-    """(program, params) of one Jail.map item: a text, or a (program, params) pair."""
+def program_and_params(job, shared) -> tuple:
+    """(program, params) of one Jail.map item: a text, or a (program, params) pair (whose params
+    are laid over SHARED)."""
     if isinstance(job, tuple):
         program, own = job
         return program, {**(shared or {}), **(own or {})}
