@@ -111,7 +111,22 @@ class Jail:
 
     @property
     def isolation(self) -> str:
+        """The isolation level this Jail's runs get (`nsjail`, `landlock`, `seccomp`)."""
         return self.pool.isolation
+
+    @property
+    def mode(self) -> str:
+        """`fresh` (a new process per run) or `reuse` (a process serves many runs)."""
+        return self.pool.mode
+
+    @property
+    def workers(self) -> int:
+        """How many workers (jails) the pool keeps."""
+        return self.pool.size
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """Block until every worker has started and is idle (for benchmarks); False on timeout."""
+        return self.pool.wait_full(timeout)
 
     def __enter__(self) -> Jail:
         return self
@@ -212,7 +227,7 @@ class Jail:
 
     def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
         for done in fanout.fan_out(
-            lambda job: self._run(*_job(job, params), limits=limits),
+            lambda job: self._run(*program_and_params(job, params), limits=limits),
             programs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
@@ -423,8 +438,9 @@ async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
     await task
 
 
-def _job(job, shared) -> tuple:
-    """(program, params) of one Jail.map item: a text, or a (program, params) pair."""
+def program_and_params(job, shared) -> tuple:
+    """(program, params) of one Jail.map item: a text, or a (program, params) pair (whose params
+    are laid over SHARED)."""
     if isinstance(job, tuple):
         program, own = job
         return program, {**(shared or {}), **(own or {})}

@@ -25,9 +25,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from lackjail.errors import InputError
 from lackjail.jsondata import jsonable
+from lackjail.workspace.hostfs import HostFile, explain
 
 DERIVED_ID = re.compile(r"line:\d+")
 STATUS_ORDER = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
@@ -100,20 +102,20 @@ def _key(ident) -> str:
 # -- the output file --------------------------------------------------------
 
 
-def read_done(path: str) -> dict:
-    """Id key -> status of every result line in the output; cut off a torn last line.
+def read_done(output: HostFile) -> dict:
+    """Id key -> status of every result line in the OUTPUT file; cut off a torn last line.
 
     Each line is written by one write(), so only the last one can be cut short
     (a crash mid-write): it is removed and its id runs again. Any other line
     that is not a result means the file is not ours to append to.
     """
+    path = output.path
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = output.read()
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BatchInputError(f"cannot read {path}: {explain(exc)}") from None
     complete = data.rfind(b"\n") + 1  # bytes up to the end of the last whole line
     done = {}
     for number, line in enumerate(data[:complete].split(b"\n")[:-1], 1):
@@ -125,8 +127,10 @@ def read_done(path: str) -> dict:
             )
         done[_key(parsed["id"])] = parsed.get("status")
     if complete < len(data):
-        with open(path, "r+b") as fh:
-            fh.truncate(complete)
+        try:
+            output.truncate(complete)
+        except OSError as exc:
+            raise BatchInputError(f"cannot write {path}: {explain(exc)}") from None
     return done
 
 
@@ -139,14 +143,16 @@ def _result_line(line: bytes):
 
 
 class ResultWriter:
-    """Append result lines; each is one write() of a whole line, flushed as it comes.
+    """Append result lines to an OUTPUT file; each is one write() of a whole line, flushed as it
+    comes.
 
     The file is opened (and created) by the first line, so a batch that writes
-    nothing leaves the output as it was.
+    nothing leaves the output as it was; never through a symlink, never a FIFO
+    or a device.
     """
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, output: HostFile):
+        self.output = output
         self._fd: int | None = None
 
     def write(self, ident, result: dict) -> None:
@@ -159,11 +165,10 @@ class ResultWriter:
             data = data[os.write(fd, data) :]
 
     def _open(self) -> int:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
-            return os.open(self.path, flags, 0o644)
+            return self.output.open_append()
         except OSError as exc:
-            raise BatchInputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise BatchInputError(f"cannot write {self.output.path}: {explain(exc)}") from None
 
     def close(self) -> None:
         if self._fd is not None:
@@ -251,22 +256,36 @@ def parse_line(
     return Job(number, ident, program, params, obj.get("kit") or kit, obj.get("policy") or policy)
 
 
-def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, bytes) of every non-blank line."""
-    with open(path, "rb") as fh:
-        offset = 0
-        for number, raw in enumerate(fh, 1):
-            if raw.strip():
-                yield number, offset, raw.rstrip(b"\r\n")
-            offset += len(raw)
+def _lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of every non-blank line of the input FH."""
+    fh.seek(0)
+    offset = 0
+    for number, raw in enumerate(fh, 1):
+        if raw.strip():
+            yield number, offset, raw.rstrip(b"\r\n")
+        offset += len(raw)
 
 
-def _read_at(path: str, lines: list) -> Iterator[tuple[int, bytes]]:
-    """(number, bytes) of the lines at the given (offset, number)s."""
-    with open(path, "rb") as fh:
-        for offset, number in lines:
-            fh.seek(offset)
-            yield number, fh.readline().rstrip(b"\r\n")
+def _read_at(fh: BinaryIO, lines: list) -> Iterator[tuple[int, bytes]]:
+    """(number, bytes) of the lines of the input FH at the given (offset, number)s."""
+    for offset, number in lines:
+        fh.seek(offset)
+        yield number, fh.readline().rstrip(b"\r\n")
+
+
+def _open_files(input_path: str, output_path: str) -> tuple[BinaryIO, HostFile]:
+    """The input, opened (a regular file, never through a symlink), and the output's folder,
+    opened once: every later read, append or cut of the output happens beneath it."""
+    try:
+        with HostFile(input_path) as source:
+            fh = os.fdopen(source.open(), "rb")
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {input_path}: {explain(exc)}") from None
+    try:
+        return fh, HostFile(output_path)
+    except OSError as exc:
+        fh.close()
+        raise BatchInputError(f"cannot write {output_path}: {explain(exc)}") from None
 
 
 # -- running ------------------------------------------------------------------
@@ -299,17 +318,21 @@ def run_batch(
     cluster is unreachable) leaves the output as it was, and its rerun runs
     every line once.
     """
+    source, output = _open_files(input_path, output_path)
     try:
-        with open(input_path, "rb"):
-            pass
-    except OSError as exc:
-        raise BatchInputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
-    done = read_done(output_path)
-    writer = ResultWriter(output_path)
+        return _run(source, input_path, output, open_runner, kit, policy, pinned, progress)
+    finally:
+        source.close()
+        output.close()
+
+
+def _run(source, input_path, output, open_runner, kit, policy, pinned, progress) -> Summary:
+    done = read_done(output)
+    writer = ResultWriter(output)
     summary = Summary()
     started = time.perf_counter()
     try:
-        groups, invalid = _plan(input_path, done, kit, policy, pinned, summary)
+        groups, invalid = _plan(source, input_path, done, kit, policy, pinned, summary)
         advance = (
             progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
         )
@@ -338,7 +361,8 @@ def run_batch(
         for ident, message in invalid:
             record(ident, invalid_result(message))
         for (group_kit, group_policy), lines in groups.items():
-            _run_group(input_path, lines, group_kit, group_policy, open_runner, record, release)
+            _run_group(source, input_path, lines, group_kit, group_policy, open_runner, record,
+                       release)  # fmt: skip
         release()
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -348,12 +372,12 @@ def run_batch(
     return summary
 
 
-def _plan(input_path, done, kit, policy, pinned, summary):
+def _plan(source, input_path, done, kit, policy, pinned, summary):
     """One pass over the input: the malformed lines' results, and each group's line offsets."""
     groups: dict[tuple, list] = {}
     invalid: list = []
     seen: dict[str, int] = {}
-    for number, offset, raw in _lines(input_path):
+    for number, offset, raw in _lines(source):
         parsed = parse_line(raw, number, kit, policy, input_path, pinned)
         ident = parsed.id if isinstance(parsed, Job) else parsed[0]
         first = seen.get(_key(ident))
@@ -376,14 +400,14 @@ def _plan(input_path, done, kit, policy, pinned, summary):
     return groups, invalid
 
 
-def _run_group(input_path, lines, kit, policy, open_runner, record, release) -> None:
+def _run_group(source, input_path, lines, kit, policy, open_runner, record, release) -> None:
     """Run one (kit, policy) group; LINES are the (offset, number) of its lines.
 
     RELEASE is called once its runner is up, before the first job is handed over.
     """
 
     def jobs():
-        for number, raw in _read_at(input_path, lines):
+        for number, raw in _read_at(source, lines):
             job = parse_line(raw, number, kit, policy, input_path)
             if not isinstance(job, Job) or (job.kit, job.policy) != (kit, policy):
                 raise BatchInputError(f"{input_path}:{number}: the line changed during the batch")

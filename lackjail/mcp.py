@@ -34,10 +34,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 from lackjail import __version__, lang
+from lackjail.errors import LackjailError
 from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
 from lackjail.lang.describe import render
-from lackjail.pool import PoolError
 from lackjail.workspace import show
 from lackjail.workspace.protect import Protection
 
@@ -274,7 +274,7 @@ def build_server(served) -> MCPServer:
                 )
             name, kept, notes = sessions.get(session)
             result = kept.run(program, params)
-        except PoolError as exc:  # busy, shutting down, a session closed: the agent may retry
+        except LackjailError as exc:  # busy, shutting down, a session closed, a bad limit
             raise ToolError(str(exc)) from None
         return _reply({**result.to_dict(), "session": name, **notes}, is_error=not result.ok)
 
@@ -344,11 +344,9 @@ def build_server(served) -> MCPServer:
         """Write a lackpy program for INTENT (templates, rules, then the configured models),
         validate it, and (run=true) run it in the jail. Returns the program, the tier that wrote
         it and the result."""
-        from lackjail.infer import ConfigError, IntentError
-
         try:
             outcome = served.jail.delegate(intent, params, run=run, root=workspace)
-        except (IntentError, ConfigError, PoolError) as exc:
+        except LackjailError as exc:  # a bad intent or config, or a pool that cannot serve
             raise ToolError(str(exc)) from None
         return _reply(outcome.to_dict(), is_error=outcome.exit_code != 0)
 

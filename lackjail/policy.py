@@ -18,6 +18,7 @@ from lackjail.errors import InputError, unknown_key
 from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
+MAX_POLICY_BYTES = 1 << 20  # a policy file is read whole
 ISOLATION_LEVELS = ("nsjail", "landlock", "seccomp")  # strongest first
 ISOLATION_DEMANDS = (*ISOLATION_LEVELS, "any")  # what a policy may demand
 MODES = ("fresh", "reuse")
@@ -267,12 +268,14 @@ def load_policy(spec=None) -> Policy:
                 f"no policy named '{text}'; bundled policies: {names}; "
                 "or pass a path to a .toml file"
             )
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    from lackjail.workspace.hostfs import explain, read_file
+
+    try:  # a symlink only root or we could have made is followed; no FIFO, no device
+        data = tomllib.loads(read_file(path, MAX_POLICY_BYTES, own_links=True).decode("utf-8"))
     except FileNotFoundError:
         raise PolicyError(f"policy file {path} does not exist") from None
     except OSError as exc:
-        raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
+        raise PolicyError(f"cannot read policy file {path}: {explain(exc)}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nested array or inline table

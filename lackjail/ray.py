@@ -161,7 +161,7 @@ class NodeJail:
     def ready(self) -> dict:
         return {
             "isolation": self.jail.isolation,
-            "workers": self.jail.pool.size,
+            "workers": self.jail.workers,
             "pid": os.getpid(),
         }
 
@@ -312,10 +312,10 @@ class RayJail:
 
     def map(self, programs: Iterable, params=None) -> Iterator[Result]:
         """Results in input order, like `Jail.map` (items: texts or (program, params) pairs)."""
-        from lackjail.api import _job
+        from lackjail.api import program_and_params
 
         waiting, head = {}, 0
-        jobs = ((i, *_job(item, params)) for i, item in enumerate(programs))
+        jobs = ((i, *program_and_params(item, params)) for i, item in enumerate(programs))
         for index, result in self.as_completed(jobs):
             waiting[index] = result
             while head in waiting:

@@ -60,9 +60,7 @@ def settle(jail, workers=WORKERS, timeout=10.0):
     """Wait until every jail has started and its zygote has all its spares forked (a zygote
     forks the first before its heap work and the others after it: a window that starts
     sooner would count that one-time work as the runs')."""
-    wait_full = getattr(jail.pool, "wait_full", None)
-    if wait_full is not None:
-        wait_full(timeout)
+    jail.wait_ready(timeout)
     spares = jail.policy.pool.spares
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

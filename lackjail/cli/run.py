@@ -93,7 +93,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                     output="".join(output),
                     trace=trace,
                     isolation=jail.isolation,
-                    mode=jail.pool.mode,
+                    mode=jail.mode,
                 )
                 emit_json({"event": "result", **stopped} if stream else stopped)
             raise

@@ -2,8 +2,7 @@
 
 Validation is the jail's own (the kit's names, the policy's size limit), so
 a program the gate passes is one `lackjail run` would accept; a rejected
-program never reaches the jail. Runs share one Jail, as many at once as it
-has workers.
+program never reaches the jail. Runs share one Jail, through its `as_completed`.
 """
 
 from __future__ import annotations
@@ -11,11 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING
 
 from lackjail.errors import InputError
 from lackjail.gate.discover import STDIN, Found, open_program
 from lackjail.gate.report import GateReport, ProgramReport
+
+if TYPE_CHECKING:
+    from lackjail.result import Result
 
 
 class Gate:
@@ -54,23 +56,10 @@ class Gate:
         )
         return report, source if result.valid else None
 
-    def execute(self, report: ProgramReport, source: bytes) -> ProgramReport:
-        """Run a valid program once in the jail and fold the result into its report."""
-        from lackjail.pool import PoolError
-
-        try:
-            result = self.jail.run(source, self.params)
-        except (
-            PoolError
-        ) as exc:  # the pool could not lend a jail: the program was not judged, so it fails
-            report.ran, report.status = True, "error"
-            report.errors = [
-                {"message": f"the jail could not run it: {exc}", "rule": "verdict/error"}
-            ]
-            return report
-        report.ran = (
-            result.status != "invalid"
-        )  # the jail refused the inputs (a parameter): nothing ran
+    def fold(self, report: ProgramReport, result: Result) -> ProgramReport:
+        """Fold the Result of a valid program's one run into its report (a run the jail could
+        not do at all is a `killed` Result: the program was not judged, so it fails)."""
+        report.ran = result.status != "invalid"  # the jail refused the inputs: nothing ran
         report.status = result.status if report.ran else "rejected"
         report.errors = [
             {**e, "rule": e.get("rule") or f"verdict/{result.status}"} for e in result.errors
@@ -92,14 +81,12 @@ class Gate:
                 to_run.append((report, source))
             elif on_done:
                 on_done(report)
-        if to_run:
-            with ThreadPoolExecutor(
-                max_workers=self.jail.pool.size, thread_name_prefix="lackjail-gate"
-            ) as pool:
-                for future in as_completed([pool.submit(self.execute, r, s) for r, s in to_run]):
-                    done = future.result()
-                    if on_done:
-                        on_done(done)
+        if to_run and self.jail is not None:
+            jobs = ((report, source, self.params) for report, source in to_run)
+            for report, result in self.jail.as_completed(jobs):
+                done = self.fold(report, result)
+                if on_done:
+                    on_done(done)
         return GateReport(
             reports,
             self.policy.name,

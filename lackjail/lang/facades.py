@@ -35,6 +35,13 @@ _NAMES = {
     "collections": (
         "ChainMap Counter OrderedDict UserDict UserList UserString defaultdict deque namedtuple"
     ),
+    # only as `from collections.abc import ...`: the collections facade has no submodule
+    "collections.abc": (
+        "AsyncGenerator AsyncIterable AsyncIterator Awaitable Buffer ByteString Callable "
+        "Collection Container Coroutine Generator Hashable ItemsView Iterable Iterator KeysView "
+        "Mapping MappingView MutableMapping MutableSequence MutableSet Reversible Sequence Set "
+        "Sized ValuesView"
+    ),
     "copy": "Error copy deepcopy",
     "csv": (
         "Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
