@@ -142,7 +142,9 @@ class Jail:
             self._callables.close()
         self._root.close()
 
-    def check(self, program: Program, params: Params | Iterable[str] | None = None):
+    def check(
+        self, program: Program, params: Params | Iterable[str] | None = None
+    ) -> lang.ValidationResult:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
@@ -193,7 +195,15 @@ class Jail:
         """
         return Session(self, idle_timeout_s)
 
-    def delegate(self, intent, params=None, *, run=True, config=None, root=None):
+    def delegate(
+        self,
+        intent: str,
+        params: Params | None = None,
+        *,
+        run: bool = True,
+        config: Any = None,
+        root: str | os.PathLike | None = None,
+    ) -> Any:
         """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
         from lackjail import infer
 
@@ -239,7 +249,13 @@ class Jail:
                 raise done.error
             yield done.value
 
-    def as_completed(self, jobs, *, concurrency: int | None = None, window=None):
+    def as_completed(
+        self,
+        jobs: Iterable[tuple[Any, Program, Params | None]],
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+    ) -> Iterator[tuple[Any, Result]]:
         """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
 
         Every job yields exactly once: an exception while running one (the
@@ -393,7 +409,9 @@ class Jail:
         base = Kit(
             resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
         )
-        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
+        return resolve_kit(
+            base, workspace=self._root, extra_tools=specs, toolbox=box, extra_label="tools="
+        )
 
 
 def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:
