@@ -86,6 +86,7 @@ class Jail:
         language: str | None = None,
         tools: Tools | None = None,
         tool_loop: asyncio.AbstractEventLoop | None = None,
+        audience: str = "library",
     ):
         self.policy: Policy = load_policy(policy)
         # opened once: every run acts beneath this descriptor, whatever the path names later
@@ -94,7 +95,8 @@ class Jail:
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
-        self.checker = Checker(self.policy, self.kit, language)
+        # AUDIENCE: how a rejection names a higher level ("cli", "mcp" or "library")
+        self.checker = Checker(self.policy, self.kit, language, audience=audience)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (
