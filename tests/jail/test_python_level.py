@@ -29,11 +29,19 @@ def test_what_the_modules_ask_of_the_kernel_works(jail):
         "t = time.monotonic()\ntime.sleep(0.02)\n"
         "[len(str(uuid.uuid4())), len(secrets.token_hex(8)), time.monotonic() - t >= 0.015,\n"
         " datetime.datetime.strptime('2024-02-29', '%Y-%m-%d').day, time.localtime(0).tm_year,\n"
-        " hashlib.new('sha3_256', b'x').hexdigest()[:6]]"
+        " hashlib.new('sha3_256', b'x').hexdigest()[:6], time.mktime(time.localtime(0))]"
     )
     assert (r.status, r.value) == (
         "ok",
-        [36, 16, True, 29, 1970, hashlib.new("sha3_256", b"x").hexdigest()[:6]],
+        [
+            36,
+            16,
+            True,
+            29,
+            1970,
+            hashlib.new("sha3_256", b"x").hexdigest()[:6],
+            0.0,
+        ],
     ), r.errors
 
 
