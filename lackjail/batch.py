@@ -1,8 +1,9 @@
 """`lackjail batch`: many programs from a JSONL file, one result line per input id, resumable.
 
-Input: one JSON object a line, `{"id", "program", "params"?, "kit"?, "policy"?}`;
-blank lines are ignored. Output: the run's `--json` object plus `id`, one
-line per program, appended and flushed as each finishes.
+Input: one JSON object a line, `{"id", "program", "params"?, "kit"?, "policy"?,
+"language"?}`; blank lines are ignored. A program wrapped in a Markdown code fence runs as
+the code inside (its errors keep the line numbers of the line's program). Output: the run's
+`--json` object plus `id`, one line per program, appended and flushed as each finishes.
 
 - Resumable: ids already in the output are skipped. The output is read first;
   a last line cut short by a crash is cut off (that id runs again).
@@ -11,7 +12,7 @@ line per program, appended and flushed as each finishes.
   result with status `invalid` and a message naming the line. A line without a
   usable id (or a duplicate, or an id of the reserved form `line:N`) is
   reported under the derived id `line:N`, N its 1-based line number.
-- Lines are grouped by (kit, policy); each group runs on one runner (a local
+- Lines are grouped by (kit, policy, language); each group runs on one runner (a local
   Jail, or a Ray cluster) before the next. Nothing is written before the first
   runner has started: a batch that cannot start leaves the output as it was.
 """
@@ -28,10 +29,14 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from lackjail.errors import InputError
+from lackjail.infer.sanitize import place_back, unfence
 from lackjail.jsondata import jsonable
+from lackjail.lang import LANGUAGES
 from lackjail.workspace.hostfs import HostFile, explain
+from lackjail.workspace.paths import show
 
 DERIVED_ID = re.compile(r"line:\d+")
+LINE_KEYS = ("id", "program", "params", "kit", "policy", "language")
 STATUS_ORDER = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
 
 
@@ -49,6 +54,8 @@ class Job:
     params: dict
     kit: str | None
     policy: str
+    language: str | None = None
+    above: int = 0  # lines of the line's program before the code of its Markdown fence
 
 
 @dataclass
@@ -193,12 +200,14 @@ def parse_line(
     policy: str,
     name: str = "<input>",
     pinned: frozenset = frozenset(),
+    language: str | None = None,
 ):
     """A Job, or (id, message) for a line that cannot run. The id may be derived (`line:N`).
 
-    PINNED holds "kit" and/or "policy" where the operator chose one for every line: a
-    line naming another cannot run (whoever writes the lines cannot loosen their own
-    sandbox). Messages start `NAME:LINE:` (and `COL:` where one is known), 1-based.
+    PINNED holds "kit", "policy" and/or "language" where the operator chose one for every
+    line: a line naming another cannot run (whoever writes the lines cannot loosen their own
+    sandbox; a line's language is a choice among the policy's levels in any case). Messages
+    start `NAME:LINE:` (and `COL:` where one is known), 1-based.
     """
     derived = f"line:{number}"
     at = f"{name}:{number}"
@@ -226,12 +235,9 @@ def parse_line(
             derived,
             f"{at}: ids of the form 'line:N' are reserved for lines without a usable id",
         )
-    unknown = set(obj) - {"id", "program", "params", "kit", "policy"}
+    unknown = set(obj) - set(LINE_KEYS)
     if unknown:
-        return (
-            ident,
-            f"{at}: unknown keys {sorted(unknown)} (use id, program, params, kit, policy)",
-        )
+        return ident, f"{at}: unknown keys {sorted(unknown)} (use {', '.join(LINE_KEYS)})"
     program = obj.get("program")
     if not isinstance(program, str):
         why = "no program" if program is None else "'program' must be a string"
@@ -246,14 +252,27 @@ def parse_line(
         if value and ("/" in value or os.sep in value or value.endswith(suffix)):
             # the input chooses among named kits and policies; files only by --kit/--policy
             return ident, f"{at}: '{key}' must be a name, not a path (pass a file with --{key})"
-    for key, chosen in (("kit", kit), ("policy", policy)):
+    level = obj.get("language")
+    if level is not None and level not in LANGUAGES:
+        return ident, f"{at}: 'language' must be one of {', '.join(LANGUAGES)}, not {show(level)}"
+    for key, chosen in (("kit", kit), ("policy", policy), ("language", language)):
         if key in pinned and obj.get(key) and obj[key] != chosen:
             return ident, (
                 f"{at}: the line asks for {key} {obj[key]!r}, but this batch runs every line "
                 f"with --{key} {chosen!r} (drop the line's '{key}', or leave --{key} out to "
                 "let the lines choose)"
             )
-    return Job(number, ident, program, params, obj.get("kit") or kit, obj.get("policy") or policy)
+    program, above = unfence(program)
+    return Job(
+        number,
+        ident,
+        program,
+        params,
+        obj.get("kit") or kit,
+        obj.get("policy") or policy,
+        level or language,
+        above,
+    )
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
@@ -291,7 +310,8 @@ def _open_files(input_path: str, output_path: str) -> tuple[BinaryIO, HostFile]:
 # -- running ------------------------------------------------------------------
 
 
-Runner = Callable[[str | None, str], object]  # (kit, policy) -> context manager with as_completed
+# (kit, policy, language) -> a context manager with as_completed
+Runner = Callable[[str | None, str, str | None], object]
 
 
 def run_batch(
@@ -303,10 +323,11 @@ def run_batch(
     policy: str = "default",
     pinned: frozenset = frozenset(),
     progress=None,
+    language: str | None = None,
 ) -> Summary:
     """Run every input line not yet in the output; return the Summary.
 
-    OPEN_RUNNER(kit, policy) gives a context manager with `as_completed(jobs)`
+    OPEN_RUNNER(kit, policy, language) gives a context manager with `as_completed(jobs)`
     (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
     InputError (the group's kit or policy: its lines become `invalid`) or HostError.
     PINNED: see parse_line. PROGRESS(total) gives a callable advanced once per result.
@@ -320,19 +341,23 @@ def run_batch(
     """
     source, output = _open_files(input_path, output_path)
     try:
-        return _run(source, input_path, output, open_runner, kit, policy, pinned, progress)
+        return _run(
+            source, input_path, output, open_runner, (kit, policy, language), pinned, progress
+        )
     finally:
         source.close()
         output.close()
 
 
-def _run(source, input_path, output, open_runner, kit, policy, pinned, progress) -> Summary:
+def _run(source, input_path, output, open_runner, given, pinned, progress) -> Summary:
+    """The batch's passes; GIVEN: the command's (kit, policy, language)."""
+    kit, policy, language = given
     done = read_done(output)
     writer = ResultWriter(output)
     summary = Summary()
     started = time.perf_counter()
     try:
-        groups, invalid = _plan(source, input_path, done, kit, policy, pinned, summary)
+        groups, invalid = _plan(source, input_path, done, given, pinned, summary)
         advance = (
             progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
         )
@@ -360,9 +385,8 @@ def _run(source, input_path, output, open_runner, kit, policy, pinned, progress)
 
         for ident, message in invalid:
             record(ident, invalid_result(message))
-        for (group_kit, group_policy), lines in groups.items():
-            _run_group(source, input_path, lines, group_kit, group_policy, open_runner, record,
-                       release)  # fmt: skip
+        for group, lines in groups.items():
+            _run_group(source, input_path, lines, group, language, open_runner, record, release)
         release()
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -372,13 +396,15 @@ def _run(source, input_path, output, open_runner, kit, policy, pinned, progress)
     return summary
 
 
-def _plan(source, input_path, done, kit, policy, pinned, summary):
-    """One pass over the input: the malformed lines' results, and each group's line offsets."""
+def _plan(source, input_path, done, given, pinned, summary):
+    """One pass over the input: the malformed lines' results, and each group's line offsets.
+    GIVEN: the command's (kit, policy, language)."""
+    kit, policy, language = given
     groups: dict[tuple, list] = {}
     invalid: list = []
     seen: dict[str, int] = {}
     for number, offset, raw in _lines(source):
-        parsed = parse_line(raw, number, kit, policy, input_path, pinned)
+        parsed = parse_line(raw, number, kit, policy, input_path, pinned, language)
         ident = parsed.id if isinstance(parsed, Job) else parsed[0]
         first = seen.get(_key(ident))
         if first is not None:
@@ -394,45 +420,60 @@ def _plan(source, input_path, done, kit, policy, pinned, summary):
             summary.skipped += 1
             summary.counts[done[_key(ident)]] += 1
         elif isinstance(parsed, Job):
-            groups.setdefault((parsed.kit, parsed.policy), []).append((offset, number))
+            groups.setdefault(_group(parsed), []).append((offset, number))
         else:
             invalid.append((ident, parsed[1]))
     return groups, invalid
 
 
-def _run_group(source, input_path, lines, kit, policy, open_runner, record, release) -> None:
-    """Run one (kit, policy) group; LINES are the (offset, number) of its lines.
+def _group(job: Job) -> tuple:
+    return job.kit, job.policy, job.language
+
+
+def _run_group(source, input_path, lines, group, language, open_runner, record, release) -> None:
+    """Run one (kit, policy, language) GROUP; LINES are the (offset, number) of its lines,
+    LANGUAGE the batch's own (--language).
 
     RELEASE is called once its runner is up, before the first job is handed over.
     """
+    kit, policy, level = group
+    above: dict = {}  # id -> lines before its fenced code: its errors are placed back
 
     def jobs():
         for number, raw in _read_at(source, lines):
-            job = parse_line(raw, number, kit, policy, input_path)
-            if not isinstance(job, Job) or (job.kit, job.policy) != (kit, policy):
+            job = parse_line(raw, number, kit, policy, input_path, language=language)
+            if not isinstance(job, Job) or _group(job) != group:
                 raise BatchInputError(f"{input_path}:{number}: the line changed during the batch")
+            above[_key(job.id)] = job.above
             yield job.id, job.program, job.params
 
     try:
-        runner = open_runner(kit, policy)
+        runner = open_runner(*group)
     except InputError as exc:
+        where = f"kit {kit!r}, policy {policy!r}" + (f", language {level!r}" if level else "")
         for ident, _, _ in jobs():
-            record(ident, invalid_result(f"kit {kit!r}, policy {policy!r}: {exc}"))
+            record(ident, invalid_result(f"{where}: {exc}"))
         return
     with runner:
         release()
         for ident, result in runner.as_completed(jobs()):
-            record(ident, result.to_dict() if hasattr(result, "to_dict") else result)
+            result = result.to_dict() if hasattr(result, "to_dict") else result
+            record(ident, place_back(result, above.pop(_key(ident), 0)))
 
 
 def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
-    """A Runner on this machine: one Jail per (kit, policy)."""
+    """A Runner on this machine: one Jail per (kit, policy, language)."""
 
-    def open_runner(kit, policy):
+    def open_runner(kit, policy, language=None):
         from lackjail.api import Jail
 
         jail = Jail(
-            policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+            policy=policy,
+            kit=kit,
+            workers=workers,
+            workspace=workspace,
+            isolation=isolation,
+            language=language,
         )
         return _LocalRunner(jail, concurrency)
 

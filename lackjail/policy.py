@@ -86,7 +86,8 @@ class Policy:
     # the weakest isolation level accepted: the strongest this host has runs, down to it
     # ("any": the seccomp fallback too)
     isolation: str = "nsjail"
-    language: str = "lackpy"  # the language level programs are checked at (LANGUAGES)
+    language: str = "lackpy"  # the level programs are checked at unless one is chosen
+    languages: tuple[str, ...] = LANGUAGES  # the levels a caller or a workspace may choose
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
     tools: ToolRules = field(default_factory=ToolRules)
@@ -94,9 +95,20 @@ class Policy:
     def replace(self, **sections) -> Policy:
         return dataclasses.replace(self, **sections)
 
+    def check_language(self, level: str, chosen_by: str = "") -> str:
+        """LEVEL when this policy allows it; a PolicyError naming the allowed levels (and
+        CHOSEN_BY, where the choice came from) otherwise: a choice never loosens the policy."""
+        if level in self.languages:
+            return level
+        where = f" ({chosen_by})" if chosen_by else ""
+        raise PolicyError(
+            f"language level {level!r}{where} is not allowed by policy {self.name!r}; "
+            f"it allows: {', '.join(self.languages)}"
+        )
+
 
 _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
-_TOP = {"name": str, "isolation": str, "language": str}
+_TOP = {"name": str, "isolation": str, "language": str, "languages": list}
 
 
 def positive_number(value) -> bool:
@@ -175,12 +187,20 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
     for key, value in data.items():
         if key in _SECTIONS:
             values[key] = _section(key, _SECTIONS[key], value)
+        elif key == "languages":
+            values[key] = _check_languages(value)
         else:
             values[key] = _check_value(key, value, "")
     if values.get("language", "lackpy") not in LANGUAGES:
         raise PolicyError(
             f"policy key 'language' must be one of {', '.join(LANGUAGES)}; "
             f"not {values['language']!r}"
+        )
+    allowed = values.get("languages", LANGUAGES)
+    if values.get("language", "lackpy") not in allowed:
+        raise PolicyError(
+            f"policy key 'language' ({values.get('language', 'lackpy')!r}, the level used when "
+            f"none is chosen) must be one of its 'languages': {', '.join(allowed)}"
         )
     if values.get("isolation", "nsjail") not in ISOLATION_DEMANDS:
         raise PolicyError(
@@ -203,6 +223,21 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             if getattr(limits, key) == 0:
                 raise PolicyError(f"policy key 'limits.{key}' must be > 0")
     return Policy(**values)
+
+
+def _check_languages(value) -> tuple[str, ...]:
+    """The policy's `languages`: known level names, at least one, in the order given."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v in LANGUAGES for v in value)
+    ):
+        example = ", ".join(f'"{v}"' for v in LANGUAGES)
+        raise PolicyError(
+            "policy key 'languages' must list the language levels callers may choose, among "
+            f"{', '.join(LANGUAGES)}; e.g. languages = [{example}]"
+        )
+    return tuple(dict.fromkeys(value))
 
 
 # Bounds a typo must not pass: each jail is a process tree with its own memory, and every

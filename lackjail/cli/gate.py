@@ -140,7 +140,14 @@ def gate(paths, pattern, run, shared, fmt, select, ignore, output):
             progress.update(task, advance=1, description=terminal_safe(program.name))
 
     try:
-        judge = Gate(chosen.policy, chosen.kit, chosen.params, jail=jail, language=chosen.language)
+        judge = Gate(
+            chosen.policy,
+            chosen.kit,
+            chosen.params,
+            jail=jail,
+            language=chosen.language,
+            audience="cli",
+        )
         if progress is None:
             report = judge.run_all(programs, on_done=done)
         else:

@@ -17,7 +17,6 @@ from .grammar import (
     CALL_ONLY,
     DEFAULT_LANGUAGE,
     DEFINABLE_DUNDERS,
-    EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
@@ -307,9 +306,7 @@ class _Walker:
         name = node.__class__.__name__
         what = what or FORBIDDEN_CONSTRUCTS.get(name, name)
         message = f"{what} is not allowed in {self.names.level}"
-        instead = ALTERNATIVES.get(name)
-        if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or use the language level 'extended'" if instead else None
+        instead = ALTERNATIVES.get(name)  # a higher level that accepts it: the Checker names it
         if instead:
             message += f": {instead}"
         self.error(
@@ -783,8 +780,7 @@ class _Walker:
     def v_lambda(self, node, depth):
         self.error(
             "lambda-position",
-            "lambda is only allowed as the key= argument of a call "
-            "(or anywhere at the language level 'extended')",
+            "lambda is only allowed as the key= argument of a call",
             node.lineno,
             node.col_offset,
         )
