@@ -165,6 +165,11 @@ def test_the_memory_limit_bounds_the_session_as_a_whole(require_nsjail):
         assert second.status == "memory", second.errors
         alone = j.run(f"second = {big}\nlen(second)")  # a plain run has the limit to itself
         assert (alone.status, alone.value) == ("ok", 17000000), alone.errors
+        after = s.run("1")  # the process that held the state ended: said, and started clean
+        assert after.errors[0]["message"].startswith(
+            "the session's state was lost: the run before ended with 'memory'"
+        )
+        assert after.value == 1 and s.names == ()
 
 
 @pytest.mark.parametrize("level", ["landlock", "seccomp"])
