@@ -86,6 +86,7 @@ class Jail:
         language: str | None = None,
         tools: Tools | None = None,
         tool_loop: asyncio.AbstractEventLoop | None = None,
+        audience: str = "library",
     ):
         self.policy: Policy = load_policy(policy)
         # opened once: every run acts beneath this descriptor, whatever the path names later
@@ -94,7 +95,8 @@ class Jail:
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
-        self.checker = Checker(self.policy, self.kit, language)
+        # AUDIENCE: how a rejection names a higher level ("cli", "mcp" or "library")
+        self.checker = Checker(self.policy, self.kit, language, audience=audience)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (
@@ -142,7 +144,9 @@ class Jail:
             self._callables.close()
         self._root.close()
 
-    def check(self, program: Program, params: Params | Iterable[str] | None = None):
+    def check(
+        self, program: Program, params: Params | Iterable[str] | None = None
+    ) -> lang.ValidationResult:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
@@ -193,7 +197,15 @@ class Jail:
         """
         return Session(self, idle_timeout_s)
 
-    def delegate(self, intent, params=None, *, run=True, config=None, root=None):
+    def delegate(
+        self,
+        intent: str,
+        params: Params | None = None,
+        *,
+        run: bool = True,
+        config: Any = None,
+        root: str | os.PathLike | None = None,
+    ) -> Any:
         """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
         from lackjail import infer
 
@@ -239,7 +251,13 @@ class Jail:
                 raise done.error
             yield done.value
 
-    def as_completed(self, jobs, *, concurrency: int | None = None, window=None):
+    def as_completed(
+        self,
+        jobs: Iterable[tuple[Any, Program, Params | None]],
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+    ) -> Iterator[tuple[Any, Result]]:
         """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
 
         Every job yields exactly once: an exception while running one (the
@@ -393,7 +411,9 @@ class Jail:
         base = Kit(
             resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
         )
-        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
+        return resolve_kit(
+            base, workspace=self._root, extra_tools=specs, toolbox=box, extra_label="tools="
+        )
 
 
 def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:

@@ -149,10 +149,15 @@ def _unreachable(address, why: str) -> str:
 class NodeJail:
     """The actor: one node's jail pool. It answers chunks of msgpack'd (seq, program, params)."""
 
-    def __init__(self, policy, kit, workspace, workers, isolation, concurrency):
+    def __init__(self, policy, kit, workspace, workers, isolation, concurrency, language=None):
         try:
             self.jail = Jail(
-                policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+                policy=policy,
+                kit=kit,
+                workers=workers,
+                workspace=workspace,
+                isolation=isolation,
+                language=language,
             )
         except Exception as exc:  # the node refuses; the driver reports this message
             raise RuntimeError(f"node {ray.util.get_node_ip_address()} refuses: {exc}") from None
@@ -192,6 +197,7 @@ class RayJail:
         chunk: int = CHUNK,
         chunks_in_flight: int = CHUNKS_IN_FLIGHT,
         runtime_env: dict | None = None,
+        language: str | None = None,
     ):
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.chunk, self.chunks_in_flight = chunk, chunks_in_flight
@@ -200,9 +206,9 @@ class RayJail:
         self.actors: dict = {}  # actor handle -> {"node": id, "pid": int, "isolation": str}
         self.refused: dict = {}  # node id -> reason
         self.retried = 0  # programs run again after their actor died
-        self._start(policy, kit, isolation, concurrency, runtime_env)
+        self._start(policy, kit, isolation, concurrency, runtime_env, language)
 
-    def _start(self, policy, kit, isolation, concurrency, runtime_env) -> None:
+    def _start(self, policy, kit, isolation, concurrency, runtime_env, language) -> None:
         remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)  # type: ignore[call-overload]
         starting = {}
         for node in ray.nodes():
@@ -215,7 +221,7 @@ class RayJail:
             if runtime_env:
                 options["runtime_env"] = runtime_env
             actor = remote.options(**options).remote(
-                policy, kit, self.workspace, workers, isolation, concurrency
+                policy, kit, self.workspace, workers, isolation, concurrency, language
             )
             starting[actor] = (node["NodeID"], actor.ready.remote())
         for actor, (node, ready) in starting.items():
@@ -343,13 +349,21 @@ def _reason(exc) -> str:
 
 
 def open_ray(address: str, workspace=None, concurrency=None, isolation=None):
-    """A `lackjail batch` runner: one RayJail per (kit, policy)."""
+    """A `lackjail batch` runner: one RayJail per (kit, policy, language)."""
     from lackjail.policy import load_policy
 
-    def open_runner(kit, policy):
-        load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
+    def open_runner(kit, policy, language=None):
+        loaded = load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
+        if language is not None:
+            loaded.check_language(language)
         return RayJail(
-            policy, kit, workspace, address=address, isolation=isolation, concurrency=concurrency
+            policy,
+            kit,
+            workspace,
+            address=address,
+            isolation=isolation,
+            concurrency=concurrency,
+            language=language,
         )
 
     return open_runner

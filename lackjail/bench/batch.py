@@ -40,7 +40,7 @@ def batch_runs_per_s(n: int = 10_000, workers: int = 2, isolation=None) -> float
                 fh.write(json.dumps({"id": i, "program": numbered(i)}) + "\n")
         with Jail(workers=workers, isolation=isolation) as jail:
             jail.wait_ready()
-            summary = run_batch(source, out, lambda kit, policy: _Borrowed(jail))
+            summary = run_batch(source, out, lambda *group: _Borrowed(jail))
     if summary.counts["ok"] != n:
         raise RuntimeError(f"the batch gave {dict(summary.counts)} for {n} trivial programs")
     return summary.runs_per_s

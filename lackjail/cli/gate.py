@@ -5,13 +5,13 @@ import sys
 
 import click
 
-from lackjail.atomicfile import write_text_atomic
 from lackjail.cli.common import Command, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import note, verbosity, verdict
 from lackjail.gate import DEFAULT_GLOB, FORMATS, Gate, discover, render
 from lackjail.gate.report import program_lines, render_text, select_rules, summary_lines
 from lackjail.terminal import terminal_safe
+from lackjail.workspace.hostfs import explain, write_file
 
 GATE_HELP = (
     "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when "
@@ -31,13 +31,14 @@ def _output_folder(output):
 
 
 def _write(output: str, text: str) -> None:
-    """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI)."""
+    """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI), through
+    the door: beneath the folder opened once, the mode set on the temporary file's descriptor."""
     try:
         _output_folder(output)
-        write_text_atomic(output, text)
+        write_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise click.BadParameter(
-            f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output"
+            f"cannot write {output!r}: {explain(exc)}", param_hint="--output"
         ) from None
 
 
@@ -139,7 +140,14 @@ def gate(paths, pattern, run, shared, fmt, select, ignore, output):
             progress.update(task, advance=1, description=terminal_safe(program.name))
 
     try:
-        judge = Gate(chosen.policy, chosen.kit, chosen.params, jail=jail, language=chosen.language)
+        judge = Gate(
+            chosen.policy,
+            chosen.kit,
+            chosen.params,
+            jail=jail,
+            language=chosen.language,
+            audience="cli",
+        )
         if progress is None:
             report = judge.run_all(programs, on_done=done)
         else:

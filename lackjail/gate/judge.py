@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 class Gate:
     """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL, if given."""
 
-    def __init__(self, policy, kit, params=None, jail=None, root=None, language=None):
+    def __init__(
+        self, policy, kit, params=None, jail=None, root=None, language=None, audience="library"
+    ):
         from lackjail.checker import Checker
 
         self.policy = policy
@@ -31,7 +33,9 @@ class Gate:
         self.params = dict(params or {})
         self.jail = jail
         self.root = os.path.abspath(root or os.getcwd())
-        self.checker = jail.checker if jail is not None else Checker(policy, kit, language)
+        self.checker = (
+            jail.checker if jail is not None else Checker(policy, kit, language, audience=audience)
+        )
 
     def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
         """The validation report, and the source when it is valid (None otherwise)."""

@@ -10,13 +10,9 @@ idle timeout, its jail lost) is replaced by a fresh one, and the model is told.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
 from lackjail.lang import format_error
 from lackjail.sessions import Session
-
-if TYPE_CHECKING:
-    from lackjail.sessions import Session
 
 FILENAME = "program"  # how a model's code is named in `file:line:col: message`
 WHAT_HAPPENED = {

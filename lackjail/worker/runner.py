@@ -144,12 +144,23 @@ class Output:
             self.sent_at = time.monotonic()
 
 
-def make_print(out):
+def make_print(out, language="lackpy"):
     def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
+    def python_print(*args, sep=" ", end="\n", file=None, flush=False):
+        """The python level's, with CPython's file= (a program's StringIO) and flush=."""
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print(): sep and end must be strings")
+        (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
+
+    if language == "python":
+        python_print.__name__ = python_print.__qualname__ = "print"
+        return python_print
     return print
 
 
@@ -350,7 +361,7 @@ def run_one(channel, msg, limits):
                     _SESSION["globals"], _SESSION["names"] = namespace, set()
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
-            namespace["print"] = facades.OUTPUT[0] = make_print(out)
+            namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -414,22 +425,19 @@ def _tighter(own, asked):
 def _namespace(language):
     """A run's fresh namespace: its level's names. A python-level program runs in a module
     of its own, `__main__` while it runs, as a script does: the standard library finds a
-    class's module there (dataclasses' string annotations, namedtuple, enum)."""
+    class's module there (dataclasses' string annotations, namedtuple, enum); its level's
+    names are its builtins (PYTHON_BUILTINS), not copied into it."""
     if language != "python":
         return dict(NAMESPACES[language])
     module = ModuleType("__main__")
     sys.modules["__main__"] = module
-    namespace = module.__dict__
-    namespace.update(NAMESPACES[language])
-    return namespace
+    return module.__dict__
 
 
 def _builtins(language):
-    """The run's `__builtins__`: empty, but at the python level what `class` and `import`
-    statements look up there (no program can name either: they start with '__')."""
-    if language != "python":
-        return {}
-    return {"__build_class__": builtins.__build_class__, "__import__": facades.importer}
+    """The run's `__builtins__`: empty, but at the python level its names and what `class`
+    and `import` statements look up there (no program can name either: '__')."""
+    return PYTHON_BUILTINS if language == "python" else {}
 
 
 def _load_builtins():
@@ -466,6 +474,13 @@ def _load_namespaces():
 
 
 NAMESPACES = _load_namespaces()
+# Shared by every python-level run of a child (which serves no other program): a program
+# never names `__builtins__`, so it reads these names and never changes them.
+PYTHON_BUILTINS = {
+    **NAMESPACES["python"],
+    "__build_class__": builtins.__build_class__,
+    "__import__": facades.importer,
+}
 
 
 WARM_UP = """\
@@ -495,10 +510,42 @@ class _Sink:
         protocol.encode(msg)
 
 
-def warm_up(limits, program=WARM_UP):
+# The python level's warm-up, run by a zygote that serves that level: its own paths
+# (imports, class creation, a dataclass, the facades' common calls) specialised once.
+PYTHON_WARM_UP = """\
+import json
+from dataclasses import dataclass, field
+from collections import Counter
+@dataclass
+class Item:
+    name: str
+    tags: list = field(default_factory=list)
+    def __post_init__(self):
+        self._n = len(self.name)
+class Box(Item):
+    def __init__(self, name):
+        super().__init__(name)
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name!r})"
+class Ctx:
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+with Ctx() as c:
+    pass
+data = json.loads(json.dumps({"a": [1, 2]}))
+[repr(Box("x")), Item("y"), data, Counter("abca").most_common(1)]
+"""
+
+
+def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run."""
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, "lackpy"), limits)
+    main = sys.modules.get("__main__")
+    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), limits)
+    if main is not None:
+        sys.modules["__main__"] = main  # a python-level run made its own
 
 
 def serve(fd_in, fd_out, limits, gen):

@@ -303,6 +303,8 @@ def share_heap(cfg) -> None:
     # fills are filled once, in pages the children share, not written by every child.
     for _ in range(WARM_UPS):
         runner.warm_up(cfg)
+        if cfg.get("python"):
+            runner.warm_up(cfg, runner.PYTHON_WARM_UP, "python")
     gc.collect()
     immortalize_heap()
     libc.malloc_trim(0)  # hand free heap pages back: a smaller zygote

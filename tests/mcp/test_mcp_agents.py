@@ -41,7 +41,7 @@ def opening(kit_name: str, workspace, future: Future) -> Served:
         policy=policy,
         kit=kit,
         workspace=str(workspace),
-        checker=Checker(policy, kit),
+        checker=Checker(policy, kit, audience="mcp"),
     )
 
 
@@ -62,7 +62,7 @@ def test_descriptions_list_the_kits_tools_and_hints_name_no_flag(tmp_path):
         checks = {
             "x = write_file('a', 'b')": "the bundled kit 'files' has it",
             "x = read_file('a', 'b')": "call it as read_file(path: str)",
-            "while True:\n    x = 1": "use the language level 'extended'",
+            "while True:\n    x = 1": 'accepted with the language argument "extended"',
             "import os": "call a tool of the kit",
         }
         for program, hint in checks.items():
