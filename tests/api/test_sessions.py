@@ -194,3 +194,15 @@ def test_the_next_session_opens_without_a_jail_start_and_close_leaves_no_process
         idle = j.session()  # left open: the Jail's close ends it, and the new spare
     assert first.closed and second.closed and idle.closed
     assert wait_no_leftovers(before, timeout=10) == set()
+
+
+def test_a_print_or_tool_stored_by_an_earlier_run_serves_the_current_one(require_nsjail):
+    def echo(x: int) -> int:
+        return x
+
+    policy = _policy().replace(language="python")
+    with Jail(policy=policy, workers=1, tools=[echo]) as j, j.session() as s:
+        assert s.run("say = print\ncall = echo").status == "ok"
+        r = s.run("say('stored')\nprint('fresh')\ncall(7)")
+    assert (r.status, r.value, r.output) == ("ok", 7, "stored\nfresh\n"), r.errors
+    assert [t["tool"] for t in r.trace] == ["echo"]
