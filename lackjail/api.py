@@ -93,7 +93,9 @@ class Jail:
         # the path names later (a Jail without tools needs no workspace: it may run in `/`)
         tooled = kit is not None or bool(extra_tools) or bool(tools)
         self._root = Root(workspace) if tooled else None
-        self.workspace = self._root.path if tooled else os.path.abspath(workspace or os.getcwd())
+        self.workspace = (
+            self._root.path if self._root is not None else os.path.abspath(workspace or os.getcwd())
+        )
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)

@@ -121,8 +121,13 @@ class Output:
 
     def write(self, text):
         size = len(text)
-        if self.total + size > self.cap:
-            raise Stop("limit", f"output exceeds the {self.cap}-byte limit")
+        if self.total + size > self.cap:  # keep what fits, then stop the run
+            self.parts.append(text[: self.cap - self.total])
+            self.total = self.cap
+            raise Stop(
+                "limit",
+                f"output exceeds the {self.cap}-byte limit: the output is cut at that limit",
+            )
         self.total += size
         self.parts.append(text)
         self.pending += size
