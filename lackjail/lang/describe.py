@@ -127,14 +127,15 @@ def render(data: dict) -> str:
     section(
         "Operators",
         [f"{kind}: {' '.join(ops[kind])}" for kind in ("binary", "unary", "compare", "boolean")]
-        + [f"not allowed: {' '.join(ops['forbidden'])}"],
+        + ([f"not allowed: {' '.join(ops['forbidden'])}"] if ops["forbidden"] else []),
     )
     section("Builtins", [", ".join(data["builtins"])])
     if data["exceptions"]:
         section("Exception classes", [", ".join(data["exceptions"])])
     if data.get("modules"):
         section(
-            "Modules (import X, import X as Y, from X import name)",
+            "Modules (import X, import X as Y, from X import name or *; a dotted one only "
+            "as from X.Y import name)",
             [f"{name}: {', '.join(names)}" for name, names in data["modules"].items()],
         )
     if data.get("dunder_methods"):

@@ -177,7 +177,7 @@ _NAMES = {
     ),
 }
 # module -> the names its facade holds
-FACADES = {module: tuple(names.split()) for module, names in _NAMES.items()}
+FACADES = {module: tuple(names.split()) for module, names in sorted(_NAMES.items())}
 
 # Modules a program reaches for instead of a kit tool, and what to write instead; any other
 # module not in FACADES is rejected with the list of those that are.

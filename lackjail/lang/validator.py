@@ -170,6 +170,8 @@ def _plain_fields(text, depth=0) -> bool:
 
 
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+# A module's own data, as scripts set it: no meaning to the interpreter or the jail.
+_MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
 
 
 def _is_dunder(name) -> bool:
@@ -812,7 +814,9 @@ class _Walker:
     def python_dunder(self, ident, ctx, line, col) -> bool:
         """The python level's '__' names: `__name__` read, and in a class body the dunders
         a class may define (DEFINABLE_DUNDERS). True when IDENT is one of those, handled."""
-        if ident == "__name__" and ctx is _LOAD:
+        if (ident == "__name__" and ctx is _LOAD) or ident in _MODULE_DUNDERS:
+            if ctx is _STORE:
+                self.current.names.add(ident)
             return True
         if ctx is _STORE and self.current.kind == _CLASS and ident in DEFINABLE_DUNDERS:
             self.current.names.add(ident)
