@@ -1330,7 +1330,7 @@ class _Walker:
             "dunder-method",
             f"a class may not define {ident!r}: the dunder methods a class may define are "
             "__init__, __repr__, __str__, comparisons, arithmetic, __len__, __iter__, "
-            "__getitem__, __enter__/__exit__ ... (`lackjail spec --language python`)",
+            "__getitem__, __enter__/__exit__ ... (the python level's spec lists them)",
             node.lineno,
             node.col_offset,
         )
@@ -1394,7 +1394,7 @@ class _Walker:
                 + (
                     ", ".join(FACADES[module])
                     if len(FACADES[module]) <= 12
-                    else "in `lackjail spec --language python`"
+                    else "in the python level's spec"
                 ),
                 line,
                 col,
@@ -1443,13 +1443,12 @@ class _Walker:
         for alias in node.names:
             self.enter(alias, depth)
             if alias.name not in allowed:
-                shown = "" if alias.name == "*" else f" has no {alias.name!r} here"
                 self.error(
                     "import-name",
-                    f"{module}{shown}: import names one by one, from {', '.join(allowed)}"
+                    f"{module} has no {alias.name!r} here; its names are {', '.join(allowed)}"
                     if len(allowed) <= 12
-                    else f"{module}{shown}: import names one by one "
-                    f"(`lackjail spec --language python` lists them)",
+                    else f"{module} has no {alias.name!r} here; the python level's spec lists "
+                    "its names",
                     alias.lineno,
                     alias.col_offset,
                 )
