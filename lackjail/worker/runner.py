@@ -29,22 +29,25 @@ _CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
+_STOPS: list = []  # this run's verdicts, (status, message), first first (run_one empties it)
+
+
 class Stop(BaseException):
     """Ends the run with a verdict (limit, denied, ...); programs cannot catch it.
 
     `except Exception` does not catch a BaseException and the validator rejects
-    a bare or BaseException `except`; a `finally` block could still replace it
-    with another exception, so the first Stop of a run is also kept in
-    `Stop.raised` and stays the run's verdict, and no tool runs after it.
+    a bare or BaseException `except`; but a `finally` block could replace it with
+    another exception, and a context manager's `__exit__` receives it (and may
+    suppress it or change it). So the first verdict of a run is also kept in
+    _STOPS, a list of this module's that no program reaches, and stays the run's
+    verdict, and no tool runs after it.
     """
-
-    raised: list = []  # this run's stops, first first (run_one empties it)
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
-        Stop.raised.append(self)
+        _STOPS.append((status, message))
 
 
 class _Invalid(Exception):
@@ -184,8 +187,8 @@ def wire_args(args, kwargs, max_size):
 
 def make_stub(channel, out, name, counter, budget):
     def stub(*args, **kwargs):
-        if Stop.raised:  # the run has its verdict: nothing more reaches the controller
-            raise Stop.raised[0]
+        if _STOPS:  # the run has its verdict: nothing more reaches the controller
+            raise Stop(*_STOPS[0])
         out.flush()
         counter[0] += 1
         seq = counter[0]
@@ -338,7 +341,7 @@ def run_one(channel, msg, limits):
         out.__init__(channel, limits["output_bytes"])
         counter[0] = 0
     status, value, errors = "ok", None, []
-    Stop.raised.clear()
+    _STOPS.clear()
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
@@ -387,9 +390,8 @@ def run_one(channel, msg, limits):
             "invalid",
             [{"message": str(message)[:MAX_MESSAGE], "line": line, "col": col}],
         )
-    except Stop as stop:
-        status, value = stop.status, None
-        errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
+    except Stop:
+        pass  # its verdict is in _STOPS (below)
     except MemoryError:
         status, value = "memory", None
         errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
@@ -399,9 +401,9 @@ def run_one(channel, msg, limits):
     except Exception as exc:
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"])]
-    if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        held = Stop.raised[0]
-        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
+    if _STOPS:  # whatever the program did after it (finally, __exit__), the stop holds
+        held, message = _STOPS[0]
+        status, value, errors = held, None, [{"message": str(message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
