@@ -1040,7 +1040,15 @@ class _Walker:
         visit(node.right, depth)
 
     def v_value(self, node, depth):  # Expr: its one child (hot: not via _CHILDREN)
-        self.visit(node.value, depth)
+        value = node.value
+        if self.python and value.__class__ is _CONSTANT and value.value.__class__ is str:
+            # a docstring, or a string standing alone: it reaches no sink, so it may name
+            # a dunder ("Implements __eq__"); its size is still capped
+            self.enter(value, depth)
+            if len(value.value) > self.max_literal:
+                self.v_constant(value, depth)
+            return
+        self.visit(value, depth)
 
     def v_subscript(self, node, depth):  # hot: not via _CHILDREN
         visit = self.visit
@@ -1419,6 +1427,14 @@ class _Walker:
         elif self.module_name(module, node):
             allowed = FACADES[module]
         else:
+            return
+        if len(node.names) == 1 and node.names[0].name == "*" and module != "__future__":
+            self.enter(node.names[0], depth)
+            if self.current.kind != _MODULE:
+                self.misplaced(node, "'from ... import *' is only allowed at the module level")
+            for name in allowed:  # every name of the facade, as Python binds them
+                if self.check_name(name, node.lineno, node.col_offset, "imported name"):
+                    self.bind(name, node.lineno, node.col_offset)
             return
         for alias in node.names:
             self.enter(alias, depth)

@@ -123,7 +123,11 @@ else:
     argv, env = launcher.argv, launcher.env
 del spec["probe"]
 argv[-1] = json.dumps(spec)
-proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+try:
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+finally:
+    if not spec["control"]:
+        launcher.close()
 print(proc.stdout)
 print(proc.stderr, file=sys.stderr)
 """

@@ -67,6 +67,11 @@ ACCEPTED = [
     "class A:\n    pass\nclass B(A):\n    def __init__(self):\n        super(B, self).__init__()",
     "from collections.abc import Iterable, Mapping\nx = isinstance([], Iterable)",
     "print('x', end='', flush=True)",
+    "from math import *\nx = sqrt(pi)",
+    'class A:\n    """Implements __eq__ and __hash__ for __main__."""\n    pass',
+    "from urllib.parse import urlparse, quote\nx = urlparse('http://a/b').path",
+    "import struct, zlib, secrets, html, shlex, calendar, numbers, queue, contextlib\n"
+    "with contextlib.suppress(KeyError):\n    x = {}['a']",
 ]
 # Accepted at extended too.
 BOTH = {"x = '{}-{}'.format(1, 2)", "print('x', end='', flush=True)"}
@@ -86,7 +91,12 @@ REJECTED = [
     ("import importlib", "import-module"),
     ("import collections.abc", "import-module"),
     ("from . import x", "import-module"),
-    ("from json import *", "import-name"),
+    ("def f():\n    from json import *", "misplaced-statement"),
+    ("import urllib.parse", "import-module"),
+    ("from urllib.request import urlopen", "import-module"),
+    ("from contextlib import contextmanager", "import-name"),
+    ("from calendar import prmonth", "import-name"),
+    ("x = '__init__' + 'x'", "dunder-string"),
     ("from json import codecs", "import-name"),
     ("from typing import get_type_hints", "import-name"),
     ("from functools import singledispatch", "import-name"),
