@@ -30,22 +30,25 @@ _CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
+_STOPS: list = []  # this run's verdicts, (status, message), first first (run_one empties it)
+
+
 class Stop(BaseException):
     """Ends the run with a verdict (limit, denied, ...); programs cannot catch it.
 
     `except Exception` does not catch a BaseException and the validator rejects
-    a bare or BaseException `except`; a `finally` block could still replace it
-    with another exception, so the first Stop of a run is also kept in
-    `Stop.raised` and stays the run's verdict, and no tool runs after it.
+    a bare or BaseException `except`; but a `finally` block could replace it with
+    another exception, and a context manager's `__exit__` receives it (and may
+    suppress it or change it). So the first verdict of a run is also kept in
+    _STOPS, a list of this module's that no program reaches, and stays the run's
+    verdict, and no tool runs after it.
     """
-
-    raised: list = []  # this run's stops, first first (run_one empties it)
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
-        Stop.raised.append(self)
+        _STOPS.append((status, message))
 
 
 class _Invalid(Exception):
@@ -122,8 +125,13 @@ class Output:
 
     def write(self, text):
         size = len(text)
-        if self.total + size > self.cap:
-            raise Stop("limit", f"output exceeds the {self.cap}-byte limit")
+        if self.total + size > self.cap:  # keep what fits, then stop the run
+            self.parts.append(text[: self.cap - self.total])
+            self.total = self.cap
+            raise Stop(
+                "limit",
+                f"output exceeds the {self.cap}-byte limit: the output is cut at that limit",
+            )
         self.total += size
         self.parts.append(text)
         self.pending += size
@@ -180,8 +188,8 @@ def wire_args(args, kwargs, max_size):
 
 def make_stub(channel, out, name, counter, budget):
     def stub(*args, **kwargs):
-        if Stop.raised:  # the run has its verdict: nothing more reaches the controller
-            raise Stop.raised[0]
+        if _STOPS:  # the run has its verdict: nothing more reaches the controller
+            raise Stop(*_STOPS[0])
         out.flush()
         counter[0] += 1
         seq = counter[0]
@@ -346,11 +354,16 @@ def run_one(channel, msg, limits):
     if cpu_s:
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
     memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
-    out = Output(channel, limits["output_bytes"])
-    status, value, errors = "ok", None, []
-    Stop.raised.clear()
     kept = _SESSION.get("globals") if msg["session"] else None
     code = None  # this run's, once compiled
+    if kept is None:
+        out, counter = Output(channel, limits["output_bytes"]), [0]
+    else:  # the same ones, so a print or tool an earlier run stored writes to this run's
+        out, counter = _SESSION["out"], _SESSION["counter"]
+        out.__init__(channel, limits["output_bytes"])
+        counter[0] = 0
+    status, value, errors = "ok", None, []
+    _STOPS.clear()
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
@@ -375,12 +388,11 @@ def run_one(channel, msg, limits):
             else:
                 namespace = _namespace(language)
                 if msg["session"]:
-                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+                    _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
-            counter = [0]
             for name in host_tools:
                 _bind(
                     namespace, name, make_stub(channel, out, name, counter, limits["value_bytes"])
@@ -400,9 +412,8 @@ def run_one(channel, msg, limits):
             "invalid",
             [{"message": str(message)[:MAX_MESSAGE], "line": line, "col": col}],
         )
-    except Stop as stop:
-        status, value = stop.status, None
-        errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
+    except Stop:
+        pass  # its verdict is in _STOPS (below)
     except MemoryError:
         status, value = "memory", None
         errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
@@ -412,9 +423,9 @@ def run_one(channel, msg, limits):
     except Exception as exc:
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"], code)]
-    if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        held = Stop.raised[0]
-        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
+    if _STOPS:  # whatever the program did after it (finally, __exit__), the stop holds
+        held, message = _STOPS[0]
+        status, value, errors = held, None, [{"message": str(message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
@@ -427,8 +438,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-# A session child's globals, kept from one run to the next, and the names its runs bound
-# (as their validation found them: the next run's validator may let the program use them).
+# A session child's globals, kept from one run to the next, the names its runs bound (as their
+# validation found them: the next run's validator may let the program use them), and the
+# output and tool-call counter that every run's print and tool stubs share.
 _SESSION: dict = {}
 
 
