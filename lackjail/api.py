@@ -127,7 +127,7 @@ class Jail:
 
     @property
     def workers(self) -> int:
-        """How many workers (jails) the pool keeps."""
+        """How many jails the pool keeps (`workers=`, or the policy's pool.workers)."""
         return self.pool.size
 
     def wait_ready(self, timeout: float = 10.0) -> bool:

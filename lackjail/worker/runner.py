@@ -19,6 +19,7 @@ from lackjail import lang, plain, protocol
 from lackjail.worker import facades
 
 SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
+CodeType = type(compile("", "", "exec"))  # types.CodeType, likewise
 ModuleType = type(sys)
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
@@ -227,40 +228,58 @@ def _jail_tool(module, function):
     return getattr(mod, function)
 
 
-def _program_frames(exc, source):
+def _program_frames(exc, source, code):
     """The program's call chain in EXC's traceback, outermost first, as plain data:
-    {function, line, col} for each frame of the program's own code (never one of
-    lackjail's). COL is 1-based and counts characters of SOURCE (the compiler's offsets
-    count UTF-8 bytes); of a chain deeper than MAX_FRAMES (a runaway recursion), the
-    innermost MAX_FRAMES, and how many outer ones were left out."""
+    {function, line, col} for each frame of a program's own code (never one of lackjail's).
+    COL is 1-based and counts characters of SOURCE (the compiler's offsets count UTF-8
+    bytes). A frame of code an earlier run of the session compiled (not within CODE, this
+    run's) is marked `earlier`, with its line in that run's program and no column. Of a chain
+    deeper than MAX_FRAMES (a runaway recursion), the innermost MAX_FRAMES, and how many outer
+    ones were left out."""
+    ours = _code_tree(code) if code is not None else None
     frames = []
     tb = exc.__traceback__
     while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename == FILENAME:
+        frame_code = tb.tb_frame.f_code
+        if frame_code.co_filename == FILENAME and tb.tb_lineno is not None:
+            earlier = ours is not None and frame_code not in ours
             col = None
-            for index, pos in enumerate(code.co_positions()):
+            for index, pos in enumerate(frame_code.co_positions()):
                 if index == tb.tb_lasti // 2:
                     col = pos[2]
                     break
-            frames.append([code.co_name, tb.tb_lineno, col])
+            frames.append([frame_code.co_name, tb.tb_lineno, None if earlier else col, earlier])
         tb = tb.tb_next
     omitted = max(0, len(frames) - MAX_FRAMES)
     frames = frames[omitted:]
     lines = None
     for frame in frames:
         line, col = frame[1], frame[2]
-        if col is not None and line is not None:
+        if col is not None:
             if lines is None:  # \n, \r, \r\n only, as the compiler counts lines
                 lines = lang.decode_source(source).encode("utf-8").splitlines()
             if 0 < line <= len(lines):
                 col = len(lines[line - 1][:col].decode("utf-8", "replace"))
             frame[2] = col + 1
     return [
-        {"function": f, "line": n, **({"col": c} if c is not None else {})}
-        for f, n, c in frames
-        if n is not None
+        {
+            "function": name,
+            "line": line,
+            **({"col": col} if col is not None else {}),
+            **({"earlier": True} if earlier else {}),
+        }
+        for name, line, col, earlier in frames
     ], omitted
+
+
+def _code_tree(code):
+    """CODE and every code object compiled inside it (functions, classes, lambdas ...)."""
+    found, todo = set(), [code]
+    while todo:
+        item = todo.pop()
+        found.add(item)
+        todo.extend(c for c in item.co_consts if type(c) is CodeType and c not in found)
+    return found
 
 
 def _describe(exc):
@@ -271,13 +290,15 @@ def _describe(exc):
         return f"{type(exc).__name__}: (its message could not be made into text)"
 
 
-def _runtime_error(message, exc, source):
-    """The error of a run the program's code ended: MESSAGE at the innermost program
-    frame, with the program's traceback (outermost first)."""
-    frames, omitted = _program_frames(exc, source)
+def _runtime_error(message, exc, source, code):
+    """The error of a run the program's code ended: MESSAGE at the innermost frame of this
+    run's program, with the traceback (outermost first)."""
+    frames, omitted = _program_frames(exc, source, code)
     error = {"message": message[:MAX_MESSAGE]}
+    here = [f for f in frames if not f.get("earlier")]
+    if here:
+        error["line"], error["col"] = here[-1]["line"], here[-1].get("col")
     if frames:
-        error["line"], error["col"] = frames[-1]["line"], frames[-1].get("col")
         error["traceback"] = frames
         if omitted:
             error["traceback_omitted"] = omitted
@@ -334,6 +355,7 @@ def run_one(channel, msg, limits):
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
     memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
     kept = _SESSION.get("globals") if msg["session"] else None
+    code = None  # this run's, once compiled
     if kept is None:
         out, counter = Output(channel, limits["output_bytes"]), [0]
     else:  # the same ones, so a print or tool an earlier run stored writes to this run's
@@ -397,10 +419,10 @@ def run_one(channel, msg, limits):
         errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
     except ToolError as exc:
         status, value = "error", None
-        errors = [_runtime_error(str(exc), exc, msg["src"])]
+        errors = [_runtime_error(str(exc), exc, msg["src"], code)]
     except Exception as exc:
         status, value = "error", None
-        errors = [_runtime_error(_describe(exc), exc, msg["src"])]
+        errors = [_runtime_error(_describe(exc), exc, msg["src"], code)]
     if _STOPS:  # whatever the program did after it (finally, __exit__), the stop holds
         held, message = _STOPS[0]
         status, value, errors = held, None, [{"message": str(message)[:MAX_MESSAGE]}]
