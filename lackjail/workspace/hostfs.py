@@ -110,10 +110,10 @@ def write_whole(
 def explain(exc: OSError) -> str:
     """What an OSError from this module means for a host file, in words."""
     if exc.errno == errno.ELOOP:
-        text = exc.strerror or ""
-        return text if "symlink" in text and text != "is a symlink" else (
-            "is a symlink; lackjail never follows one here, pass the real file"
-        )  # fmt: skip
+        walked = exc.strerror or ""  # open_host_dir names the symlink it refused
+        if "/" in walked:
+            return walked
+        return "is a symlink; lackjail never follows one here, pass the real file"
     if exc.errno == errno.ENXIO:
         return "is not a regular file (a FIFO, device or socket); lackjail never opens one"
     if exc.errno == errno.EISDIR:
