@@ -238,7 +238,7 @@ class Root:
         try:
             self.tree = Tree(text)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            if exc.errno in (errno.ELOOP, errno.EACCES, errno.EPERM):
                 message = f"workspace {show(text)}: {exc.strerror} (--workspace DIR)"
                 raise KitError(message) from None
             raise KitError(
