@@ -93,7 +93,9 @@ class Jail:
         # the path names later (a Jail without tools needs no workspace: it may run in `/`)
         tooled = kit is not None or bool(extra_tools) or bool(tools)
         self._root = Root(workspace) if tooled else None
-        self.workspace = self._root.path if tooled else os.path.abspath(workspace or os.getcwd())
+        self.workspace = (
+            self._root.path if self._root is not None else os.path.abspath(workspace or os.getcwd())
+        )
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
@@ -125,7 +127,7 @@ class Jail:
 
     @property
     def workers(self) -> int:
-        """How many workers (jails) the pool keeps."""
+        """How many jails the pool keeps (`workers=`, or the policy's pool.workers)."""
         return self.pool.size
 
     def wait_ready(self, timeout: float = 10.0) -> bool:

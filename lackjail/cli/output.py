@@ -68,8 +68,12 @@ def traceback_lines(error: dict, filename: str) -> list[str]:
     if omitted:
         lines.append(f"    ... {omitted} outer calls not shown")
     for frame in frames:
-        place = {**frame, "message": f"in {frame['function']}"}
-        lines.append("    " + format_error(place, filename))
+        if frame.get("earlier"):  # its line is in the program of an earlier session run
+            place = {"message": f"in {frame['function']}", "line": frame["line"]}
+            where = "an earlier run"
+        else:
+            place, where = {**frame, "message": f"in {frame['function']}"}, filename
+        lines.append("    " + format_error(place, where))
     return lines
 
 
@@ -86,8 +90,8 @@ def end_output(output: str) -> None:
 
 
 def print_result(result, filename: str, shown: bool = False) -> None:
-    """A run's printed output (unless SHOWN already as it came) and value (stdout), its diff
-    with --dry-run, its errors (stderr)."""
+    """A run's printed output (unless SHOWN already as it came) and value (stdout); its diff
+    with --dry-run under a heading and its errors (stderr), so stdout holds the value alone."""
     if not shown:
         show_output(result.output)
     end_output(result.output)
@@ -95,7 +99,8 @@ def print_result(result, filename: str, shown: bool = False) -> None:
         if result.value is not None:
             click.echo(terminal_safe(json.dumps(jsonable(result.value), ensure_ascii=False)))
         if result.diff:
-            click.echo(terminal_safe(result.diff, multiline=True), nl=False)
+            click.echo("dry run: nothing was written; the run would have changed:", err=True)
+            click.echo(terminal_safe(result.diff, multiline=True), nl=False, err=True)
         return
     for err in result.errors:
         click.echo(error_line(err, filename, result.status), err=True)

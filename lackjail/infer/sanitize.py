@@ -76,8 +76,10 @@ def place_back(result: dict, lines: int) -> dict:
         if isinstance(error.get("line"), int):
             error["line"] += lines
         if error.get("traceback"):
-            error["traceback"] = [
-                {**f, "line": f["line"] + lines} if isinstance(f.get("line"), int) else f
+            error["traceback"] = [  # an earlier run's frame is on a line of that run's program
+                {**f, "line": f["line"] + lines}
+                if isinstance(f.get("line"), int) and not f.get("earlier")
+                else f
                 for f in error["traceback"]
             ]
         errors.append(error)

@@ -89,14 +89,18 @@ def test_place_back_moves_errors_and_traceback_lines():
                 "message": "boom",
                 "line": 2,
                 "col": 5,
-                "traceback": [{"function": "<module>", "line": 4}, {"function": "f", "line": 2}],
+                "traceback": [
+                    {"function": "<module>", "line": 4},
+                    {"function": "f", "line": 2},
+                    {"function": "g", "line": 8, "earlier": True},  # another program's line
+                ],
             },
             {"message": "no place"},
         ],
     }
     moved = place_back(result, 3)
     assert moved["errors"][0]["line"] == 5 and moved["errors"][0]["col"] == 5
-    assert [f["line"] for f in moved["errors"][0]["traceback"]] == [7, 5]
+    assert [f["line"] for f in moved["errors"][0]["traceback"]] == [7, 5, 8]
     assert moved["errors"][1] == {"message": "no place"}
     assert result["errors"][0]["line"] == 2  # the original is left as it was
     assert place_back(result, 0) is result

@@ -72,11 +72,29 @@ def test_an_error_at_top_level_has_a_one_frame_chain(extended):
     assert frames(r) == [("<module>", 2, 5)]
 
 
+@pytest.mark.nsjail
+def test_a_frame_of_an_earlier_session_run_says_so(extended):
+    """Its line is in the program that defined it: marked, never placed in this one."""
+    with extended.session() as session:
+        assert session.run("def helper(x):\n    y = 1\n    return 10 // x").ok
+        r = session.run("z = 0\n\nhelper(z)")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert r.errors[0]["traceback"] == [
+        {"function": "<module>", "line": 3, "col": 1},
+        {"function": "helper", "line": 3, "earlier": True},
+    ]
+    assert (r.errors[0]["line"], r.errors[0]["col"]) == (3, 1)  # the call in this run
+
+
 def error(**extra):
     return [{"message": "boom", "line": 1, "col": 1, **extra}]
 
 
-GOOD = [{"function": "f", "line": 2, "col": 3}, {"function": "g", "line": 4}]
+GOOD = [
+    {"function": "f", "line": 2, "col": 3},
+    {"function": "g", "line": 4},
+    {"function": "h", "line": 9, "earlier": True},
+]
 
 
 @pytest.mark.parametrize(
@@ -92,6 +110,7 @@ GOOD = [{"function": "f", "line": 2, "col": 3}, {"function": "g", "line": 4}]
         error(traceback=[{"function": "f", "line": 2}] * (MAX_FRAMES + 1)),
         error(traceback=GOOD, traceback_omitted="many"),
         error(traceback=[["f", 2, 3]]),
+        error(traceback=[{"function": "f", "line": 2, "earlier": False}]),
     ],
 )
 def test_the_host_refuses_a_malformed_traceback(bad):
