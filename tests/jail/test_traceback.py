@@ -67,6 +67,14 @@ def test_runaway_recursion_keeps_the_innermost_frames(extended):
 
 
 @pytest.mark.nsjail
+def test_a_long_function_name_is_cut_not_a_broken_result(extended):
+    name = "f" * (MAX_FUNCTION + 50)
+    r = extended.run(f"def {name}():\n    return 1 / 0\n\n{name}()")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert r.errors[0]["traceback"][1]["function"] == "f" * MAX_FUNCTION
+
+
+@pytest.mark.nsjail
 def test_an_error_at_top_level_has_a_one_frame_chain(extended):
     r = extended.run("x = 1\ny = x / 0")
     assert frames(r) == [("<module>", 2, 5)]
