@@ -845,8 +845,7 @@ PYTHON_SHAPES = {
 def python_programs(draw):
     """A typed program inside a class's method, a decorated function, a generator, next to a
     dataclass, inside a `with` over the program's context manager, or with an import and
-    `global`:
-    what the python level adds, on programs whose plain-Python answer is computable."""
+    `global`: what the python level adds, on programs whose plain-Python answer is known."""
     src, params = draw(programs())
     body, last = _split_last(src)
     shape = draw(st.sampled_from(sorted(PYTHON_SHAPES)))
