@@ -170,6 +170,8 @@ def _plain_fields(text, depth=0) -> bool:
 
 
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+# A module's own data, as scripts set it: no meaning to the interpreter or the jail.
+_MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
 
 
 def _is_dunder(name) -> bool:
@@ -812,7 +814,9 @@ class _Walker:
     def python_dunder(self, ident, ctx, line, col) -> bool:
         """The python level's '__' names: `__name__` read, and in a class body the dunders
         a class may define (DEFINABLE_DUNDERS). True when IDENT is one of those, handled."""
-        if ident == "__name__" and ctx is _LOAD:
+        if (ident == "__name__" and ctx is _LOAD) or ident in _MODULE_DUNDERS:
+            if ctx is _STORE:
+                self.current.names.add(ident)
             return True
         if ctx is _STORE and self.current.kind == _CLASS and ident in DEFINABLE_DUNDERS:
             self.current.names.add(ident)
@@ -1326,7 +1330,7 @@ class _Walker:
             "dunder-method",
             f"a class may not define {ident!r}: the dunder methods a class may define are "
             "__init__, __repr__, __str__, comparisons, arithmetic, __len__, __iter__, "
-            "__getitem__, __enter__/__exit__ ... (`lackjail spec --language python`)",
+            "__getitem__, __enter__/__exit__ ... (the python level's spec lists them)",
             node.lineno,
             node.col_offset,
         )
@@ -1390,7 +1394,7 @@ class _Walker:
                 + (
                     ", ".join(FACADES[module])
                     if len(FACADES[module]) <= 12
-                    else "in `lackjail spec --language python`"
+                    else "in the python level's spec"
                 ),
                 line,
                 col,
@@ -1439,13 +1443,12 @@ class _Walker:
         for alias in node.names:
             self.enter(alias, depth)
             if alias.name not in allowed:
-                shown = "" if alias.name == "*" else f" has no {alias.name!r} here"
                 self.error(
                     "import-name",
-                    f"{module}{shown}: import names one by one, from {', '.join(allowed)}"
+                    f"{module} has no {alias.name!r} here; its names are {', '.join(allowed)}"
                     if len(allowed) <= 12
-                    else f"{module}{shown}: import names one by one "
-                    f"(`lackjail spec --language python` lists them)",
+                    else f"{module} has no {alias.name!r} here; the python level's spec lists "
+                    "its names",
                     alias.lineno,
                     alias.col_offset,
                 )

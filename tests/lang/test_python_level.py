@@ -68,6 +68,7 @@ ACCEPTED = [
     "from collections.abc import Iterable, Mapping\nx = isinstance([], Iterable)",
     "print('x', end='', flush=True)",
     "from math import *\nx = sqrt(pi)",
+    "__all__ = ['f']\n__version__ = '1.0'\nv = __version__",
     'class A:\n    """Implements __eq__ and __hash__ for __main__."""\n    pass',
     "from urllib.parse import urlparse, quote\nx = urlparse('http://a/b').path",
     "import struct, zlib, secrets, html, shlex, calendar, numbers, queue, contextlib\n"
