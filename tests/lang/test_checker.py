@@ -205,3 +205,13 @@ def test_callers_on_many_threads_share_a_checker(monkeypatch):
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+
+
+def test_a_packs_members_are_tools_and_a_tools_attribute_is_not():
+    """The Checker names a pack's members to the validator (fs.read), so `fs.read(...)` is a
+    call of a tool while `read_file.upper(...)` reads an attribute of one, and is rejected."""
+    checker = Checker(kit="fs")
+    assert checker.check("x = fs.read('a.txt')").valid
+    assert [e.rule for e in checker.check("x = fs.nothing('a.txt')").errors] == ["unknown-call"]
+    plain = Checker(kit="read_file")
+    assert [e.rule for e in plain.check("x = read_file.upper('a')").errors] == ["tool-attribute"]

@@ -157,6 +157,18 @@ def _instances(m):
         m["itertools"].groupby([1]),
         m["itertools"].tee([1])[0],
         m["operator"].itemgetter(1),
+        m["queue"].Queue(),
+        m["queue"].PriorityQueue(),
+        m["contextlib"].ExitStack(),
+        m["contextlib"].suppress(KeyError),
+        m["calendar"].Calendar(),
+        m["calendar"].HTMLCalendar(),
+        m["struct"].Struct("<I"),
+        m["array"].array("i", [1]),
+        m["zlib"].compressobj(),
+        m["urllib.parse"].urlparse("http://a/b?c=d"),
+        m["collections.abc"].Mapping,
+        m["numbers"].Number,
     ]
 
 
