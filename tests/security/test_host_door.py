@@ -235,3 +235,25 @@ def test_a_held_template_lock_makes_a_save_or_count_fail_after_a_bounded_wait(
         os.killpg(holder.pid, signal.SIGKILL)  # runuser and the python it started
         holder.wait()
     assert TemplateStore.at(home.ws).record("t", True) is True
+
+
+def test_own_config_files_may_be_symlinks_of_ours_but_not_of_another_user(home, user):
+    """The user's own config (dotfiles managed by symlinks) is read through the controller's
+    own symlinks; a symlink another user owns, in the file's path or as the file, is refused."""
+    from lackjail.workspace.hostfs import read_file
+
+    target = home.victim / "config.toml"
+    target.write_text("[defaults]\n")
+    ours = home.folder / "ours.toml"
+    ours.symlink_to(target)
+    assert read_file(ours, own_links=True) == b"[defaults]\n"
+    with pytest.raises(OSError, match="symlink"):
+        read_file(ours)  # a file a user names: no symlink at all
+    theirs = home.folder / "theirs.toml"
+    theirs.symlink_to(target)
+    os.lchown(theirs, user.pw_uid, user.pw_gid)
+    with pytest.raises(OSError, match="another user owns"):
+        read_file(theirs, own_links=True)
+    relative = home.folder / "up"
+    relative.symlink_to("../victim")  # a relative target, walked from the link's folder
+    assert read_file(relative / "config.toml", own_links=True) == b"[defaults]\n"
