@@ -753,6 +753,8 @@ PYTHON_NODES = EXTENDED_NODES | {
     "NamedExpr",
     "AnnAssign",
     "MatMult",
+    "Yield",
+    "YieldFrom",
 }
 # Hooks of attribute lookup, class creation, descriptors, pickling and finalisation.
 HOOKS = {

@@ -136,10 +136,11 @@ class _Scope:
     in a function body or generator (it runs after the enclosing scope went on).
     A comprehension runs at once: it has no scope object, see `generators`.
     `loops` holds, per open loop, its waiting reads and the `finally` depth at
-    its start; `late` the reads that wait for the scope's end.
+    its start; `late` the reads that wait for the scope's end; `yields` whether
+    it is a def's body (where the python level allows `yield`).
     """
 
-    __slots__ = ("kind", "names", "loops", "late", "in_finally")
+    __slots__ = ("kind", "names", "loops", "late", "in_finally", "yields")
 
     def __init__(self, kind):
         self.kind = kind
@@ -147,6 +148,7 @@ class _Scope:
         self.loops = []
         self.late = []
         self.in_finally = 0
+        self.yields = False
 
 
 def _plain_format(node) -> bool:
@@ -241,6 +243,7 @@ class _Walker:
         "current",
         "extended",
         "python",
+        "comprehending",
         "modules",
         "lazy_annotations",
         "handlers",
@@ -268,6 +271,7 @@ class _Walker:
         self.python = language == "python"
         self.lazy_annotations = False
         self.modules = {}  # name -> the facade module an import bound it to (python level)
+        self.comprehending = 0  # comprehensions open around the node being walked
         self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
@@ -992,6 +996,7 @@ class _Walker:
             return
         else:
             self.scope += 1
+            self.comprehending += 1
         names = self.current.names
         fresh = []
         for gen in generators:
@@ -1020,6 +1025,7 @@ class _Walker:
             self.pop()
         else:
             self.scope -= 1
+            self.comprehending -= 1
             names.difference_update(fresh)
 
     def v_comp(self, node, depth):  # ListComp, SetComp
@@ -1192,6 +1198,7 @@ class _Walker:
         else:
             self.bind_spelt(node.name, node, b"def", "function name")
         if self.push(_FUNCTION, node):
+            self.current.yields = True
             self.parameters(params, depth)
             self.block(node.body, depth)
             self.pop()
@@ -1457,6 +1464,16 @@ class _Walker:
                     alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
                 )
 
+    def v_yield(self, node, depth):  # Yield, YieldFrom
+        if not self.current.yields or self.comprehending:
+            self.misplaced(
+                node,
+                "'yield' is only allowed in the body of a def (not in a lambda, a "
+                "comprehension, a class body or the module)",
+            )
+        if node.value is not None:
+            self.visit(node.value, depth)
+
     def v_with(self, node, depth):
         for item in node.items:
             self.enter(item, depth)
@@ -1567,6 +1584,8 @@ _PYTHON_HANDLERS = {
     ast.Delete: _Walker.v_delete,
     ast.NamedExpr: _Walker.v_namedexpr,
     ast.AnnAssign: _Walker.v_annassign,
+    ast.Yield: _Walker.v_yield,
+    ast.YieldFrom: _Walker.v_yield,
 }
 
 _LEVEL_HANDLERS = {"lackpy": _HANDLERS, "extended": _EXTENDED_HANDLERS, "python": _PYTHON_HANDLERS}

@@ -248,7 +248,8 @@ def _program_frames(exc, source, code):
                 if index == tb.tb_lasti // 2:
                     col = pos[2]
                     break
-            frames.append([frame_code.co_name, tb.tb_lineno, None if earlier else col, earlier])
+            name = frame_code.co_name[: protocol.MAX_FUNCTION]  # the host refuses longer
+            frames.append([name, tb.tb_lineno, None if earlier else col, earlier])
         tb = tb.tb_next
     omitted = max(0, len(frames) - MAX_FRAMES)
     frames = frames[omitted:]

@@ -67,6 +67,14 @@ def test_runaway_recursion_keeps_the_innermost_frames(extended):
 
 
 @pytest.mark.nsjail
+def test_a_long_function_name_is_cut_not_a_broken_result(extended):
+    name = "f" * (MAX_FUNCTION + 50)
+    r = extended.run(f"def {name}():\n    return 1 / 0\n\n{name}()")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert r.errors[0]["traceback"][1]["function"] == "f" * MAX_FUNCTION
+
+
+@pytest.mark.nsjail
 def test_an_error_at_top_level_has_a_one_frame_chain(extended):
     r = extended.run("x = 1\ny = x / 0")
     assert frames(r) == [("<module>", 2, 5)]
@@ -141,3 +149,21 @@ def test_a_hostile_jail_s_traceback_fails_only_that_run(tmp_path, errors, status
 def test_the_host_takes_a_well_formed_traceback():
     assert _errors_ok(error(traceback=GOOD, traceback_omitted=3))
     assert _errors_ok(error(traceback=[]))
+
+
+@pytest.mark.nsjail
+def test_python_level_methods_and_no_frame_of_a_facade(require_nsjail):
+    program = (
+        "import json\n"
+        "class Account:\n"
+        "    def __init__(self, balance):\n"
+        "        self.balance = balance\n"
+        "    def load(self, text):\n"
+        "        return json.loads(text)\n"
+        "\n"
+        "Account(1).load('{bad')\n"
+    )
+    with Jail(workers=1, language="python") as jail:
+        r = jail.run(program)
+    assert r.status == "error" and "JSONDecodeError" in r.errors[0]["message"]
+    assert frames(r) == [("<module>", 8, 1), ("load", 6, 16)]  # json's own frames are not ours
