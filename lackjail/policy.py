@@ -225,15 +225,20 @@ def _check_pool(pool: PoolSettings) -> None:
 
 
 def _check_lifted(tools: ToolRules) -> None:
-    """A rule a policy lifts must be one of the defaults: a typo must not pass silently."""
-    from lackjail.workspace.protect import DEFAULT_READ_DENY, DEFAULT_WRITE_DENY
+    """A rule a policy lifts must be one of the defaults, or (for writes) a hidden path the `.*`
+    rule covers: a typo must not pass silently."""
+    from lackjail.workspace.protect import DEFAULT_READ_DENY, DEFAULT_WRITE_DENY, hidden
 
     for key, defaults in (("write_allow", DEFAULT_WRITE_DENY), ("read_allow", DEFAULT_READ_DENY)):
-        unknown = [r for r in getattr(tools, key) if r not in defaults]
+        writes = key == "write_allow"
+        unknown = [
+            r for r in getattr(tools, key) if r not in defaults and not (writes and hidden(r))
+        ]
         if unknown:
+            also = " nor a hidden path (one with a segment starting with '.')" if writes else ""
             raise PolicyError(
-                f"policy key 'tools.{key}' names {unknown[0]!r}, which is not a default rule; "
-                f"the default rules are: {', '.join(defaults)}"
+                f"policy key 'tools.{key}' names {unknown[0]!r}, which is not a default rule"
+                f"{also}; the default rules are: {', '.join(defaults)}"
             )
 
 

@@ -36,7 +36,7 @@ from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import identity, write_all
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import os_message, show
-from lackjail.workspace.protect import Protection, runs_later
+from lackjail.workspace.protect import Protection
 
 NEW_FILE_MODE = 0o644  # 0o666 under the usual umask 022
 NEW_DIR_MODE = 0o755
@@ -53,6 +53,7 @@ class Target:
     tmp: str = ""
     backup: str | None = None
     placed: int = 0  # the inode of the new file
+    plain: bool = False  # a protected place (a lifted rule): never keep exec bits
 
 
 def journal_dirs() -> list[str]:
@@ -179,6 +180,7 @@ def _check(tree: Tree, protection: Protection, targets: list[Target]) -> list[st
     for target in targets:
         rel = target.rel
         protection.check_write(rel, rel)
+        target.plain = protection.runs_later(rel)
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             if "/".join(parts[:depth]) in rels:
@@ -283,7 +285,7 @@ def _prepare(tree: Tree, owner: Owner, target: Target, made: list[str]) -> None:
             if old is not None:
                 _give(owner, fd, old)
                 mode = old.st_mode & 0o777
-                if runs_later(target.rel):
+                if target.plain:
                     mode &= ~0o111
             else:
                 _give(owner, fd, os.fstat(dirfd))

@@ -52,7 +52,7 @@ class ToolSession:
         if self._owns_workspace:
             self.workspace = Workspace(workspace, protection=protection)
         else:
-            workspace.protection = protection
+            workspace.protect(protection)
             self.workspace = workspace
         self.approve = approve
         self.on_event = on_event
