@@ -33,7 +33,7 @@ class Limits:
     """Per-run limits, enforced in the jail (rlimits) and by the controller."""
 
     wall_s: float = 10.0
-    cpu_s: int = 5
+    cpu_s: int | float = 5  # seconds; a fraction is kept (0.5 s is not 0 s, which is no limit)
     memory_mb: int = 256
     output_bytes: int = 1 << 20
     value_bytes: int = 8 << 20
@@ -92,6 +92,7 @@ class Policy:
 
 _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
 _TOP = {"name": str, "isolation": str, "language": str}
+FRACTIONAL = ("limits.cpu_s",)  # whole-number limits that may be a fraction too
 
 
 def positive_number(value) -> bool:
@@ -103,6 +104,12 @@ def positive_number(value) -> bool:
 
 def _check_value(key: str, value, default):
     """Coerce VALUE to the type of DEFAULT or raise a PolicyError naming KEY."""
+    if key in FRACTIONAL:
+        if not positive_number(value):
+            raise PolicyError(
+                f"policy key '{key}' must be a positive number of seconds, not {value!r}"
+            )
+        return value
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise PolicyError(f"policy key '{key}' must be true or false, not {value!r}")

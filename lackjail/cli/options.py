@@ -186,8 +186,8 @@ class Setup:
 
 
 def setup(shared: Shared) -> Setup:
-    """Resolve the shared options once: flags first, then the workspace's and the user's config,
-    then the command's defaults. Load the policy (tightened by the limit flags and the
+    """Resolve the shared options once: flags first, then the user's config, then the
+    workspace's, then the command's defaults. Load the policy (tightened by the limit flags and the
     workspace's [limits]), resolve the kit beneath the workspace, check the parameters.
     Each problem is a usage error (exit 2) naming its option or config file."""
     from lackjail.checker import Checker
@@ -203,7 +203,8 @@ def setup(shared: Shared) -> Setup:
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     policy = shared.policy or user.policy or shared.default_policy
-    kit = shared.kit or local.kit or user.kit or shared.default_kit
+    # the user's own choice (a flag, their config) wins over what the repository asks for
+    kit = shared.kit or user.kit or local.kit or shared.default_kit
     language = shared.language or user.language
     try:
         loaded = load_policy(policy)

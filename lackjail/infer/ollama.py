@@ -1,14 +1,17 @@
 """The ollama tier: a local model through the official `ollama` client.
 
 The host comes from the provider config, else `OLLAMA_HOST`, else the
-client's default. A short connect timeout makes a missing server a quick,
-noted skip; any failure becomes a ProviderError, never an exception upward.
+client's default. The client sends `OLLAMA_API_KEY` (when set) to that host,
+so the key goes only over https, or plain http to this machine. A short
+connect timeout makes a missing server a quick, noted skip; any failure
+becomes a ProviderError, never an exception upward.
 """
 
 from __future__ import annotations
 
 import os
 
+from lackjail.infer.config import check_credential_endpoint
 from lackjail.infer.errors import ProviderError, short
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -24,6 +27,10 @@ def complete(config, system: str, messages: list) -> str:
             "the 'ollama' package is not installed (pip install 'lackjail[llm]')", unavailable=True
         ) from None
     host = config.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    if os.environ.get("OLLAMA_API_KEY"):
+        refused = check_credential_endpoint(endpoint(host), "OLLAMA_API_KEY")
+        if refused:
+            raise ProviderError(refused, unavailable=True)
     options = {"temperature": config.temperature, "num_predict": config.max_tokens}
     client = ollama.Client(
         host=host, timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout)
@@ -55,3 +62,11 @@ def complete(config, system: str, messages: list) -> str:
     finally:
         client.close()
     return reply.message.content or ""
+
+
+def endpoint(host: str) -> str:
+    """HOST as the client reads it, as a URL: no scheme is plain http, no host name this
+    machine."""
+    url = host if "://" in host else f"http://{host}"
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://127.0.0.1{rest}" if rest.startswith(":") or not rest else url
