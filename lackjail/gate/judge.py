@@ -20,13 +20,16 @@ from lackjail.gate.report import GateReport, ProgramReport
 class Gate:
     """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL, if given."""
 
-    def __init__(self, policy, kit, params=None, jail=None, root=None, language=None):
+    def __init__(
+        self, policy, kit, params=None, jail=None, root=None, language=None, dry_run=False
+    ):
         from lackjail.checker import Checker
 
         self.policy = policy
         self.kit = kit
         self.params = dict(params or {})
         self.jail = jail
+        self.dry_run = dry_run  # run, but write nothing: each program's diff is reported
         self.root = os.path.abspath(root or os.getcwd())
         self.checker = jail.checker if jail is not None else Checker(policy, kit, language)
 
@@ -58,7 +61,7 @@ class Gate:
         from lackjail.pool import PoolError
 
         try:
-            result = self.jail.run(source, self.params)
+            result = self.jail.run(source, self.params, dry_run=self.dry_run)
         except (
             PoolError
         ) as exc:  # the pool could not lend a jail: the program was not judged, so it fails
@@ -77,6 +80,7 @@ class Gate:
         report.duration_ms = round(report.duration_ms + result.stats.get("wall_ms", 0.0), 3)
         report.tool_calls = len(result.trace)
         report.trace, report.output, report.value = result.trace, result.output, result.value
+        report.diff = result.diff or ""
         return report
 
     def run_all(self, programs, on_done=None) -> GateReport:
