@@ -116,19 +116,37 @@ def _write_config(root: str, text: str) -> None:
     help="The folder the served tools are confined to [cwd].",
 )
 @click.option("--name", default="lackjail", show_default=True, help="The server's name.")
-def mcp_config(kit, policy, workspace, name):
+@click.option(
+    "--http",
+    "http",
+    metavar="[HOST:]PORT",
+    help="Print the block for a server started with `lackjail serve --http` at this address: "
+    "its URL and the Authorization header with the server's bearer token (made if missing).",
+)
+def mcp_config(kit, policy, workspace, name, http):
     """Print the MCP client config block that starts `lackjail serve` for this checkout.
 
     Paste it into the client's config (Claude Desktop's claude_desktop_config.json,
     a project's .mcp.json, ...). It runs this very interpreter, so the block works
-    from a virtualenv without activating it.
+    from a virtualenv without activating it. With --http it names a running
+    server instead, with the header every request needs: that block holds a
+    secret, keep it out of repositories.
 
     \b
     Examples:
       lackjail mcp-config
       lackjail mcp-config --kit files --workspace ~/project > .mcp.json
+      lackjail mcp-config --http 8765     # for: lackjail serve --http 8765
     """
     root = os.path.abspath(workspace or os.getcwd())
+    if http:
+        from lackjail.cli.serve import http_address, server_token, url
+
+        address = http_address(http, allow_remote=True)
+        headers = {"Authorization": f"Bearer {server_token()}"}
+        server = {"type": "http", "url": url(*address), "headers": headers}
+        click.echo(json.dumps({"mcpServers": {name: server}}, indent=2))
+        leave(0)
     args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
     block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
     click.echo(json.dumps(block, indent=2))

@@ -1,5 +1,6 @@
 """`lackjail serve`: the MCP server over stdio (stdout carries only the protocol) or streamable
-HTTP on a loopback address."""
+HTTP on a loopback address (or, forced, another one), where every request needs the bearer
+token of `lackjail.mcptoken`."""
 
 import ipaddress
 
@@ -10,8 +11,9 @@ from lackjail.cli.options import program_options, setup
 from lackjail.terminal import terminal_safe
 
 
-def _address(value: str | None, allow_remote: bool):
-    """(host, port) from HOST:PORT or PORT; loopback only unless ALLOW_REMOTE."""
+def http_address(value: str | None, allow_remote: bool):
+    """(host, port) from HOST:PORT or PORT; loopback only unless ALLOW_REMOTE; never an
+    unspecified address (0.0.0.0, ::), which no Host header names."""
     if value is None:
         return None
     host, sep, port = value.rpartition(":")
@@ -20,11 +22,18 @@ def _address(value: str | None, allow_remote: bool):
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise click.BadParameter(f"{value!r} is not HOST:PORT or PORT", param_hint="--http")
     try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        address = None if host == "localhost" else ipaddress.ip_address(host)
     except ValueError:
         raise click.BadParameter(
             f"{host!r} is not an IP address or 'localhost'", param_hint="--http"
         ) from None
+    if address is not None and address.is_unspecified:
+        raise click.BadParameter(
+            f"{host} is every address: requests are checked against the address they name, so "
+            "bind the one clients use (e.g. 192.168.1.2:8765)",
+            param_hint="--http",
+        )
+    loopback = address is None or address.is_loopback
     if not loopback and not allow_remote:
         raise click.BadParameter(
             f"{host} is not a loopback address: anyone who can reach it could run programs "
@@ -44,12 +53,14 @@ def _address(value: str | None, allow_remote: bool):
     "http",
     metavar="[HOST:]PORT",
     help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio "
-    "(HOST defaults to 127.0.0.1; loopback only).",
+    "(HOST defaults to 127.0.0.1; loopback only). Every request needs the bearer token "
+    "`lackjail mcp-config --http` prints.",
 )
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="Let --http bind a non-loopback address (no authentication: know who can reach it).",
+    help="Let --http bind a non-loopback address (the token travels in clear over http: "
+    "tunnel it, or keep it to a network you trust).",
 )
 def serve(shared, workers, http, allow_remote):
     """Serve lackjail to an MCP client over stdio (or streamable HTTP with --http).
@@ -59,15 +70,19 @@ def serve(shared, workers, http, allow_remote):
     lackjail://kit, lackjail://kits/{name}. Tool calls that need approval are
     denied: there is nobody to ask. A line that is not JSON-RPC gets a JSON-RPC
     error. Logs one line to stderr when it starts; over stdio it stops when the
-    client closes stdin.
+    client closes stdin. Over HTTP every request must carry `Authorization:
+    Bearer <token>` (the token is made on first use, in a 0600 file the log
+    line names) and a Host (and Origin, if any) naming the bound address.
 
     \b
     Examples:
       lackjail serve --kit readonly
       lackjail serve --kit readonly --http 8765      # http://127.0.0.1:8765/mcp
       lackjail mcp-config   # the block to paste into an MCP client's config
+      lackjail mcp-config --http 8765   # the same for HTTP, with the token's header
     """
-    address = _address(http, allow_remote)
+    address = http_address(http, allow_remote)
+    token = server_token() if address else None
     try:
         from lackjail.mcp import build_server, serve_http, serve_stdio
     except ImportError as exc:
@@ -79,17 +94,36 @@ def serve(shared, workers, http, allow_remote):
 
     chosen = setup(shared)
     with open_jail(chosen, workers=workers) as jail:
-        where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
+        where = url(*address) if address else "stdio"
         started = (
             f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
             f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
         )
+        if address:
+            from lackjail.mcptoken import token_path
+
+            started += f"; requests need the bearer token in {token_path()}"
         click.echo(terminal_safe(started), err=True)
         server = build_server(jail)
         try:
             if address:
-                serve_http(server, *address)
+                serve_http(server, *address, token)
             else:
                 serve_stdio(server)
         except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
             pass
+
+
+def url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"
+
+
+def server_token() -> str:
+    """The server's bearer token (made on first use); a usage error when its file is unusable."""
+    from lackjail.mcptoken import TokenError, load_or_create
+
+    try:
+        return load_or_create()
+    except TokenError as exc:
+        raise click.UsageError(str(exc)) from None
