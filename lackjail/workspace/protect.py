@@ -240,10 +240,14 @@ def _hidden_part(rel: str) -> str:
 
 def _refuse(rule: str, doing: str, path, kind: str, why: str, lift: str) -> None:
     """Refuse the access RULE covers, naming the rule, the policy key that set it
-    (tools.KIND_deny) and how to lift it (tools.KIND_allow naming LIFT)."""
+    (tools.KIND_deny) and how to lift it (tools.KIND_allow naming LIFT; a rule the policy
+    added itself is removed from its tools.KIND_deny instead)."""
+    if rule in DEFAULT_WRITE_DENY or rule in DEFAULT_READ_DENY:
+        how = f"a policy may lift it with tools.{kind}_allow = [{_toml(lift)}]"
+    else:
+        how = f"the policy added it: remove it from tools.{kind}_deny to lift it"
     raise ToolCallError(
-        f"{doing} {show(path)} is refused by rule {rule!r} (policy tools.{kind}_deny): "
-        f"{why}; a policy may lift it with tools.{kind}_allow = [{_toml(lift)}]"
+        f"{doing} {show(path)} is refused by rule {rule!r} (policy tools.{kind}_deny): {why}; {how}"
     )
 
 

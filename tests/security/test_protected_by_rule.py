@@ -224,3 +224,8 @@ def test_ordinary_files_named_like_credentials_stay_readable(ws, path):
     (ws / path).parent.mkdir(parents=True, exist_ok=True)
     (ws / path).write_text("fine\n")
     assert session(ws).call("read_file", [path], {}).value == "fine\n"
+
+
+def test_a_rule_the_policy_added_says_where_to_remove_it(ws):
+    error = refused(ws, "docs/x.md", write_deny=("docs/**",))
+    assert "rule 'docs/**'" in error and "remove it from tools.write_deny" in error
