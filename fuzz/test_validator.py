@@ -30,7 +30,7 @@ SLOW_FUZZ = settings(FUZZ, max_examples=max(10, EXAMPLES // 4))
 # CPU seconds per validate() call: CPU, not wall time, so a loaded machine cannot fail it.
 TIME_BOUND = 1.0
 
-TOOLS = ("read_file", "fs")
+TOOLS = ("read_file", "fs.*")
 PARAMS = ("path",)
 
 # The language, restated independently of lackjail.lang.grammar.

@@ -11,6 +11,9 @@ _EXPORTS = {
     "Jail": "lackjail.api",
     "AsyncJail": "lackjail.api",
     "Result": "lackjail.api",
+    "Session": "lackjail.sessions",
+    "AsyncSession": "lackjail.sessions",
+    "SessionError": "lackjail.sessions",
     "check": "lackjail.checker",
     "Checker": "lackjail.checker",
     "ValidationResult": "lackjail.lang",
@@ -18,6 +21,10 @@ _EXPORTS = {
     "load_policy": "lackjail.policy",
     "generate": "lackjail.infer",
     "delegate": "lackjail.infer",
+    "LackjailError": "lackjail.errors",
+    "InputError": "lackjail.errors",
+    "HostError": "lackjail.errors",
+    "prompt": "lackjail.infer.prompt",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

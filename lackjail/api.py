@@ -1,29 +1,44 @@
 """The library call: `Jail` (and its asyncio twin) runs lackpy programs.
 
-    with lackjail.Jail(policy="default", workers=2) as jail:
-        result = jail.run("x = len([1, 2, 3])\\nx")
+    with lackjail.Jail(policy="default", workers=2, tools=[lookup]) as jail:
+        result = jail.run("x = len([1, 2, 3])\\nx", timeout=2)
+        with jail.session() as s:       # runs that keep their state
+            s.run("rows = lookup('a')")
+            s.run("len(rows)")
 
 The controller validates first (a rejected program never reaches a jail),
-resolves the kit, lends the program to a pooled jail, answers its tool calls
-through the kit's session (which writes the trace), and builds the Result.
+resolves the kit, lends the program to a pooled jail (a session's own jail for
+a session's run), answers its tool calls through the kit's session (which
+writes the trace), and builds the Result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import queue
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from lackjail import fanout, lang, protocol
 from lackjail.checker import Checker
-from lackjail.policy import Policy, load_policy
+from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
+from lackjail.sessions import AsyncSession, Session, Sessions
+from lackjail.workspace.hostfs import Root
 
 _DONE = object()  # the end of an AsyncJail.map
+
+Program = str | bytes
+Params = Mapping[str, Any]
+Approver = Callable[[dict], bool]
+# Tools given as Python callables: a list of named callables, or a dict of name -> callable.
+Tools = Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
 
 
 @dataclass
@@ -84,31 +99,52 @@ def _settle(session, result: Result, dry_run: bool) -> None:
 
 
 class Jail:
-    """A pool of jails under one policy and kit; a context manager."""
+    """A pool of jails under one policy and kit; a context manager.
+
+    POLICY: a bundled policy's name, a policy file, a dict or a Policy. KIT: a
+    kit's name, a kit file, tool names or a Kit (see `lackjail.kit.resolve_kit`).
+    TOOLS: Python callables as tools, a list of named callables or a dict of
+    name -> callable (functions, closures, bound methods, lambdas by dict,
+    `async def`); each one's signature and docstring make its spec.
+    TOOL_LOOP: the event loop async tools are awaited on (default: a loop of
+    the Jail's own). APPROVE(call) -> bool answers tools that need approval.
+    """
 
     def __init__(
         self,
-        policy="default",
-        kit=None,
+        policy: str | os.PathLike | Mapping[str, Any] | Policy | None = "default",
+        kit: Any = None,
         workers: int | None = None,
-        workspace=None,
+        workspace: str | os.PathLike | None = None,
         mode: str | None = None,
-        approve=None,
+        approve: Approver | None = None,
         isolation: str | None = None,
-        extra_tools=None,
+        extra_tools: Any = None,
         language: str | None = None,
+        tools: Tools | None = None,
+        tool_loop: asyncio.AbstractEventLoop | None = None,
     ):
         self.policy: Policy = load_policy(policy)
-        self.workspace = os.path.abspath(workspace or os.getcwd())
+        # opened once: every run acts beneath this descriptor, whatever the path names later
+        self._root = Root(workspace)
+        self.workspace = self._root.path
         self.approve = approve
-        self.kit = _resolve_kit(kit, self.workspace, extra_tools)
+        self._callables = None  # the provider of TOOLS, which may own an event loop
+        self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
         self.checker = Checker(self.policy, self.kit, language)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (
             {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
         )
-        self.pool = Pool(self.policy, workers=workers, mode=mode, isolation_level=isolation)
+        self.pool = Pool(
+            self.policy,
+            workers=workers,
+            mode=mode,
+            isolation_level=isolation,
+            python_level=self.checker.language == "python",
+        )
+        self._sessions = Sessions(self.policy.pool.max_sessions)
 
     @property
     def isolation(self) -> str:
@@ -117,42 +153,67 @@ class Jail:
     def __enter__(self) -> Jail:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
+        """End every session, then the pool (runs in flight end `killed`)."""
+        self._sessions.close()
         self.pool.close()
+        if self._callables is not None:
+            self._callables.close()
+        self._root.close()
 
-    def check(self, program, params=None) -> lang.ValidationResult:
+    def check(self, program: Program, params: Params | Iterable[str] | None = None):
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
-    def run(self, program, params=None, *, dry_run: bool = False, approve=None) -> Result:
-        """Validate and run PROGRAM (str or bytes); never raises for what the program does."""
-        return self._run(program, params, dry_run, approve, emit=None)
+    def run(
+        self,
+        program: Program,
+        params: Params | None = None,
+        *,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+        dry_run: bool = False,
+        approve: Approver | None = None,
+    ) -> Result:
+        """Validate and run PROGRAM (str or bytes); never raises for what the program does.
 
-    def stream(self, program, params=None, *, dry_run: bool = False, approve=None):
-        """Yield events as they happen: output, trace entries, and last the result."""
-        events: queue.Queue = queue.Queue()
+        TIMEOUT (wall-clock seconds), CPU_S and MEMORY_MB tighten the policy's
+        limits for this run; a looser value is a PolicyError.
+        """
+        limits = self._limits(timeout, cpu_s, memory_mb)
+        return self._run(program, params, dry_run=dry_run, approve=approve, limits=limits)
 
-        def work():
-            try:
-                result = self._run(program, params, dry_run, approve, emit=events.put)
-                events.put({"event": "result", **result.to_dict()})
-            except BaseException as exc:  # delivered to the iterating thread, never lost
-                events.put(exc)
-            events.put(None)
+    def stream(
+        self,
+        program: Program,
+        params: Params | None = None,
+        *,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+        dry_run: bool = False,
+        approve: Approver | None = None,
+    ) -> Iterator[dict | Result]:
+        """Yield events as they happen: output and tool-call dicts, and last the Result."""
+        limits = self._limits(timeout, cpu_s, memory_mb)
+        return _streamed(
+            lambda emit: self._run(
+                program, params, dry_run=dry_run, approve=approve, emit=emit, limits=limits
+            )
+        )
 
-        thread = threading.Thread(target=work, name="lackjail-stream", daemon=True)
-        thread.start()
-        while True:
-            item = events.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-        thread.join()
+    def session(self, idle_timeout_s: float | None = None) -> Session:
+        """A session: runs that keep what they bind for the next, in a jail of their own.
+
+        IDLE_TIMEOUT_S: close it when left idle this long (default: the policy's
+        pool.session_idle_s). Raises SessionError when the Jail already has its
+        policy's pool.max_sessions open.
+        """
+        return Session(self, idle_timeout_s)
 
     def delegate(self, intent, params=None, *, run=True, config=None, root=None):
         """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
@@ -162,7 +223,17 @@ class Jail:
 
     # -- many programs (lackjail.fanout runs them; `lackjail batch` builds on these) --
 
-    def map(self, programs, params=None, *, concurrency: int | None = None, window=None):
+    def map(
+        self,
+        programs: Iterable[Program | tuple[Program, Params | None]],
+        params: Params | None = None,
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+    ) -> Iterator[Result]:
         """Run many programs, keeping every jail busy; yield their Results in input order.
 
         PROGRAMS: an iterable (read lazily) of program texts, or of
@@ -170,10 +241,15 @@ class Jail:
         At most WINDOW programs are taken and not yet yielded. An exception
         (the pool closed, no jail free in time) stops the map: it is raised
         at that program's place, after every earlier Result, with a note
-        naming the program's index.
+        naming the program's index. TIMEOUT, CPU_S and MEMORY_MB tighten
+        each run's limits (checked before any program runs).
         """
+        limits = self._limits(timeout, cpu_s, memory_mb)
+        return self._map(programs, params, concurrency, window, limits)
+
+    def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
         for done in fanout.fan_out(
-            lambda job: self.run(*_job(job, params)),
+            lambda job: self._run(*_job(job, params), limits=limits),
             programs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
@@ -211,19 +287,73 @@ class Jail:
         # the controller prepares the next (validation, kit session).
         return 2 * self.pool.size
 
-    def _run(self, program, params, dry_run, approve, emit) -> Result:
+    def _limits(self, timeout, cpu_s, memory_mb) -> Limits:
+        """The policy's limits, tightened by a call's; PolicyError for a looser or bad value."""
+        limits = self.policy.limits
+        if timeout is None and cpu_s is None and memory_mb is None:
+            return limits
+        changes = {}
+        for arg, key, value in (
+            ("timeout", "wall_s", timeout),
+            ("cpu_s", "cpu_s", cpu_s),
+            ("memory_mb", "memory_mb", memory_mb),
+        ):
+            if value is None:
+                continue
+            whole = key == "memory_mb"
+            if not positive_number(value) or (whole and not isinstance(value, int)):
+                kind = "a whole number of megabytes" if whole else "a positive number of seconds"
+                raise PolicyError(f"{arg}= must be {kind}, not {value!r}")
+            own = getattr(limits, key)
+            if own and value > own:
+                raise PolicyError(
+                    f"{arg}={value:g} is looser than policy '{self.policy.name}' allows "
+                    f"(limits.{key} = {own:g}); a run's limits can only tighten the policy's"
+                )
+            changes[key] = value
+        return dataclasses.replace(limits, **changes)
+
+    def _run(
+        self,
+        program,
+        params,
+        *,
+        dry_run: bool = False,
+        approve=None,
+        emit=None,
+        limits: Limits | None = None,
+        session: Session | None = None,
+    ) -> Result:
         started = time.perf_counter()
         params = dict(params or {})
-        mode = self.pool.mode
-        check = self.checker.check(program, params)
-        if not check.valid:
-            return _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+        limits = limits or self.policy.limits
+        defined, lost = session._begin() if session is not None else ((), "")
+        mode = "session" if session is not None else self.pool.mode
+        ran = ()
+        try:
+            check = self.checker.check(program, params, defined)
+            if not check.valid:
+                result = _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+            else:
+                result = self._execute(program, params, dry_run, approve, emit, limits, session)
+                ran = (*check.variables, *params)
+        finally:
+            if session is not None:
+                lost = session._end_run(ran) or lost
+        if lost:
+            note = f"the session's state was lost: {lost}; this run started clean"
+            result.errors.insert(0, {"message": note})
+        result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+    def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
+        """Run a validated PROGRAM on a pooled jail, or on SESSION's own."""
         source = lang.decode_source(program)  # exactly the text the validator checked
-        session = None
+        tools = None
         if self.kit is not None:
-            session = self.kit.session(
+            tools = self.kit.session(
                 self.policy,
-                self.workspace,
+                self._root,
                 approve=approve or self.approve,
                 on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
                 dry_run=dry_run,
@@ -235,31 +365,102 @@ class Jail:
             if emit:
                 emit({"event": "output", "text": text})
 
-        request = Request(source, params, self._host_tools, self._jail_tools, self.checker.language)
+        request = Request(
+            source,
+            params,
+            self._host_tools,
+            self._jail_tools,
+            self.checker.language,
+            session is not None,
+        )
+        execute = session._execute if session is not None else self.pool.execute
         try:
-            outcome = self.pool.execute(
-                request, session.call if session is not None else None, on_output
-            )
+            outcome = execute(request, tools.call if tools is not None else None, on_output, limits)
             result = Result(
                 outcome.status,
                 outcome.value if outcome.status == "ok" else None,
                 "".join(output),
                 outcome.errors,
                 isolation=self.isolation,
-                mode=mode,
+                mode="session" if session is not None else self.pool.mode,
             )
-            if session is not None:
-                _settle(session, result, dry_run)
+            if tools is not None:
+                _settle(tools, result, dry_run)
         finally:
-            if session is not None:
-                session.close()
+            if tools is not None:
+                tools.close()
         result.stats = {
-            "wall_ms": round((time.perf_counter() - started) * 1000, 3),
+            "wall_ms": 0.0,
             "cpu_ms": outcome.cpu_ms,
             "max_rss_kb": outcome.max_rss_kb,
             "tool_calls": len(result.trace),
         }
         return result
+
+    def _resolve_kit(self, kit, extra_tools, tools, tool_loop):
+        if kit is None and not extra_tools and not tools:
+            return None
+        from lackjail.kit import Kit, Toolbox, resolve_kit
+        from lackjail.kit.tools.callables import CallableProvider, callable_specs
+
+        resolved = resolve_kit(kit, workspace=self._root, extra_tools=extra_tools)
+        if not tools:
+            return resolved
+        box = Toolbox()  # the kit's, and this Jail's callables: a caller's toolbox stays as it was
+        box.providers, box.tools, box.packs = (
+            dict(resolved.toolbox.providers),
+            dict(resolved.toolbox.tools),
+            dict(resolved.toolbox.packs),
+        )
+        self._callables = CallableProvider(tool_loop)
+        box.register_provider(self._callables)
+        specs = callable_specs(tools, self._callables)
+        base = Kit(
+            resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
+        )
+        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
+
+
+def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:
+    """The events RUN(emit) emits, as they come, then the Result it returns; RUN runs on a
+    thread of its own, and what it raises is raised here."""
+    events: queue.Queue = queue.Queue()
+
+    def work():
+        try:
+            events.put(run(events.put))
+        except BaseException as exc:  # delivered to the iterating thread, never lost
+            events.put(exc)
+        events.put(_DONE)
+
+    thread = threading.Thread(target=work, name="lackjail-stream", daemon=True)
+    thread.start()
+    while (item := events.get()) is not _DONE:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    thread.join()
+
+
+async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
+    """The items of the iterator STREAM() makes, iterated on a thread, delivered to the loop."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+
+    def work():
+        try:
+            for event in stream():
+                loop.call_soon_threadsafe(events.put_nowait, event)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(events.put_nowait, exc)
+        loop.call_soon_threadsafe(events.put_nowait, _DONE)
+
+    task = loop.run_in_executor(None, work)
+    while (item := await events.get()) is not _DONE:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    await task
 
 
 def _job(job, shared) -> tuple:
@@ -278,60 +479,132 @@ def _killed(message: str) -> Result:
     )
 
 
-def _resolve_kit(kit, workspace, extra_tools):
-    if kit is None and not extra_tools:
-        return None
-    from lackjail.kit import resolve_kit
-
-    return resolve_kit(kit, workspace=workspace, extra_tools=extra_tools)
-
-
 class AsyncJail:
-    """The asyncio twin of Jail: the same pool, awaited from an event loop."""
+    """The asyncio twin of Jail: the same pool, awaited from an event loop.
 
-    def __init__(self, *args, **kwargs):
-        self._args, self._kwargs = args, kwargs
+    Takes Jail's arguments; async tools are awaited on the loop that enters it.
+    """
+
+    def __init__(
+        self,
+        policy: str | os.PathLike | Mapping[str, Any] | Policy | None = "default",
+        kit: Any = None,
+        workers: int | None = None,
+        workspace: str | os.PathLike | None = None,
+        mode: str | None = None,
+        approve: Approver | None = None,
+        isolation: str | None = None,
+        extra_tools: Any = None,
+        language: str | None = None,
+        tools: Tools | None = None,
+    ):
+        self._kwargs = {
+            "policy": policy,
+            "kit": kit,
+            "workers": workers,
+            "workspace": workspace,
+            "mode": mode,
+            "approve": approve,
+            "isolation": isolation,
+            "extra_tools": extra_tools,
+            "language": language,
+            "tools": tools,
+        }
         self.jail: Jail | None = None
 
     async def __aenter__(self) -> AsyncJail:
-        self.jail = await asyncio.to_thread(Jail, *self._args, **self._kwargs)
+        loop = asyncio.get_running_loop()
+        self.jail = await asyncio.to_thread(lambda: Jail(**self._kwargs, tool_loop=loop))
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
         if self.jail is not None:
             await asyncio.to_thread(self.jail.close)
 
-    async def run(self, program, params=None, **kwargs) -> Result:
-        return await asyncio.to_thread(self.jail.run, program, params, **kwargs)
+    def _opened(self) -> Jail:
+        if self.jail is None:
+            raise RuntimeError("use AsyncJail as `async with lackjail.AsyncJail(...) as jail:`")
+        return self.jail
 
-    async def stream(self, program, params=None, **kwargs):
-        """Async iterator over the same events as Jail.stream."""
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue = asyncio.Queue()
+    async def run(
+        self,
+        program: Program,
+        params: Params | None = None,
+        *,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+        dry_run: bool = False,
+        approve: Approver | None = None,
+    ) -> Result:
+        """See Jail.run."""
+        return await asyncio.to_thread(
+            self._opened().run,
+            program,
+            params,
+            timeout=timeout,
+            cpu_s=cpu_s,
+            memory_mb=memory_mb,
+            dry_run=dry_run,
+            approve=approve,
+        )
 
-        def work():
-            try:
-                for event in self.jail.stream(program, params, **kwargs):
-                    loop.call_soon_threadsafe(events.put_nowait, event)
-            except BaseException as exc:
-                loop.call_soon_threadsafe(events.put_nowait, exc)
-            loop.call_soon_threadsafe(events.put_nowait, None)
+    async def stream(
+        self,
+        program: Program,
+        params: Params | None = None,
+        *,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+        dry_run: bool = False,
+        approve: Approver | None = None,
+    ) -> AsyncIterator[dict | Result]:
+        """Async iterator over the same events as Jail.stream; the last is the Result."""
+        jail = self._opened()
+        jail._limits(timeout, cpu_s, memory_mb)  # a bad limit raises here, not in a thread
+        async for event in _astreamed(
+            lambda: jail.stream(
+                program,
+                params,
+                timeout=timeout,
+                cpu_s=cpu_s,
+                memory_mb=memory_mb,
+                dry_run=dry_run,
+                approve=approve,
+            )
+        ):
+            yield event
 
-        task = loop.run_in_executor(None, work)
-        while True:
-            item = await events.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-        await task
+    def session(self, idle_timeout_s: float | None = None) -> AsyncSession:
+        """An AsyncSession (see Jail.session): `async with ajail.session() as s`."""
+        return AsyncSession(self, idle_timeout_s)
 
-    async def map(self, programs, params=None, **kwargs):
+    async def map(
+        self,
+        programs: Iterable[Program | tuple[Program, Params | None]],
+        params: Params | None = None,
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+        timeout: float | None = None,
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
+    ) -> AsyncIterator[Result]:
         """Async iterator over the same Results, in the same order, as Jail.map."""
+        jail = self._opened()
+        mapped = jail.map(
+            programs,
+            params,
+            concurrency=concurrency,
+            window=window,
+            timeout=timeout,
+            cpu_s=cpu_s,
+            memory_mb=memory_mb,
+        )
         loop = asyncio.get_running_loop()
         results: asyncio.Queue = asyncio.Queue(maxsize=1)  # the map's window is the buffer
         stopped = threading.Event()
@@ -342,7 +615,7 @@ class AsyncJail:
 
         def work():
             try:
-                for result in self.jail.map(programs, params, **kwargs):
+                for result in mapped:
                     if not deliver(result):
                         return
             except BaseException as exc:

@@ -27,13 +27,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from lackjail.errors import InputError
 from lackjail.jsondata import jsonable
 
 DERIVED_ID = re.compile(r"line:\d+")
 STATUS_ORDER = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
 
 
-class BatchInputError(ValueError):
+class BatchInputError(InputError, ValueError):
     """The input or output file cannot be used at all (exit 2)."""
 
 
@@ -285,14 +286,6 @@ def _read_at(path: str, lines: list) -> Iterator[tuple[int, bytes]]:
 # -- running ------------------------------------------------------------------
 
 
-class GroupError(Exception):
-    """A (kit, policy) group cannot run: its lines become `invalid` with this message."""
-
-
-class RunnerError(Exception):
-    """No runner can start (the host cannot isolate, the cluster is unreachable): stop here."""
-
-
 Runner = Callable[[str | None, str], object]  # (kit, policy) -> context manager with as_completed
 
 
@@ -310,12 +303,13 @@ def run_batch(
 
     OPEN_RUNNER(kit, policy) gives a context manager with `as_completed(jobs)`
     (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
-    GroupError. PINNED: see parse_line. PROGRESS(total) gives a callable advanced once per result.
+    InputError (the group's kit or policy: its lines become `invalid`) or HostError.
+    PINNED: see parse_line. PROGRESS(total) gives a callable advanced once per result.
     On KeyboardInterrupt the summary says so; every result received is written.
 
     Nothing is written until a runner has started (or none is needed): the
     results of lines that cannot run wait until then, so a batch that stops
-    because no runner starts (RunnerError: the host cannot isolate, the
+    because no runner starts (HostError: the host cannot isolate, the
     cluster is unreachable) leaves the output as it was, and its rerun runs
     every line once.
     """
@@ -411,9 +405,9 @@ def _run_group(input_path, lines, kit, policy, open_runner, record, release) -> 
 
     try:
         runner = open_runner(kit, policy)
-    except GroupError as exc:
+    except InputError as exc:
         for ident, _, _ in jobs():
-            record(ident, invalid_result(str(exc)))
+            record(ident, invalid_result(f"kit {kit!r}, policy {policy!r}: {exc}"))
         return
     with runner:
         release()
@@ -426,18 +420,10 @@ def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
 
     def open_runner(kit, policy):
         from lackjail.api import Jail
-        from lackjail.kit import KitError
-        from lackjail.policy import PolicyError
-        from lackjail.pool import IsolationError, PoolError
 
-        try:
-            jail = Jail(
-                policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
-            )
-        except (KitError, PolicyError) as exc:
-            raise GroupError(f"kit {kit!r}, policy {policy!r}: {exc}") from None
-        except (IsolationError, PoolError) as exc:
-            raise RunnerError(str(exc)) from None
+        jail = Jail(
+            policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+        )
         return _LocalRunner(jail, concurrency)
 
     return open_runner

@@ -2,7 +2,7 @@
 
 `Jail`, `check`, the gate, `delegate` and the MCP server all judge programs
 with a Checker, so a program one of them passes is one the jail accepts: the
-same language level, the policy's program size cap, the kit's tool names, and
+same language level, the policy's program size cap, the kit's tool names and signatures, and
 the same rules for parameter names and values.
 """
 
@@ -42,55 +42,62 @@ class Checker:
     ):
         self.policy = load_policy(policy)
         self.language = lang.check_language(language or self.policy.language)
-        self.tools = _tool_names(kit, workspace)
+        kit = _resolved(kit, workspace)
+        self.tools, self.calls = _tool_names(kit)
+        self.signatures = _signatures(kit)
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self._keeping = threading.Lock()  # held while _verdicts changes
+        level = lang.LEVELS[self.language]
         self.reserved = frozenset(lang.ALLOWED_BUILTINS) | frozenset(self.tools)
-        if self.language == "extended":
-            self.reserved |= frozenset(lang.EXCEPTION_NAMES)
+        if self.language != "lackpy":
+            self.reserved |= frozenset(level.exceptions)
 
-    def check(self, program, params=None) -> ValidationResult:
+    def check(self, program, params=None, defined=()) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
         iterable of names (names only, as `check` without values does).
+        DEFINED: names an earlier run of the same session bound (a tuple).
         """
         params = params or {}
         names = tuple(n for n in params if isinstance(n, str))
+        defined = tuple(defined)
         if type(program) in (str, bytes) and len(program) <= CACHED_BYTES and not self.rules:
-            result = self._kept(program, names)
+            result = self._kept(program, names, defined)
         else:
-            result = self._validate(program, names)
+            result = self._validate(program, names, defined)
         bad = self.param_errors(params)
         if not bad:
             return result
         return ValidationResult(False, bad + result.errors, result.calls, result.variables)
 
-    def _validate(self, program, names: tuple) -> ValidationResult:
+    def _validate(self, program, names: tuple, defined: tuple = ()) -> ValidationResult:
         return lang.validate(
             program,
-            tools=self.tools,
+            tools=self.calls,
             params=names,
+            defined=defined,
             rules=self.rules,
             limits=self.limits,
             language=self.language,
             hints=self.hints,
+            signatures=self.signatures,
         )
 
-    def _kept(self, program, names: tuple) -> ValidationResult:
+    def _kept(self, program, names: tuple, defined: tuple) -> ValidationResult:
         """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest
         CACHED of them, as immutable parts): the same text with the same names gets the same
         verdict from this Checker, and a program run many times (Jail.map over parameters,
         a reused jail) is parsed once. Only valid ones: a rejection may come from the
         parser's recursion or memory limits, which depend on more than the text."""
-        key = (program, names)
+        key = (program, names, defined)
         verdict = self._verdicts.get(key)
         if verdict is not None:
             return ValidationResult(*verdict)  # lists of its own for every caller
-        result = self._validate(program, names)
+        result = self._validate(program, names, defined)
         if result.valid:
             with self._keeping:  # callers on other threads keep and drop verdicts too
                 if len(self._verdicts) >= CACHED:
@@ -132,20 +139,44 @@ class Checker:
         return None
 
 
-def _tool_names(kit, workspace) -> tuple:
-    if kit is None:
-        return ()
+def _resolved(kit, workspace):
     if isinstance(kit, str):
         from lackjail.kit import resolve_kit
 
-        kit = resolve_kit(kit, workspace=workspace)
+        return resolve_kit(kit, workspace=workspace)
+    return kit
+
+
+def _tool_names(kit) -> tuple[tuple, tuple]:
+    """The kit's names (a pack by its namespace) and the names the validator is given:
+    a pack's members one by one ("fs.read"), so that its namespace allows just those."""
+    if kit is None:
+        return (), ()
     names = kit.names if hasattr(kit, "names") else kit
-    return tuple(names() if callable(names) else names)
+    names = tuple(names() if callable(names) else names)
+    specs = getattr(kit, "specs", None)
+    return names, (tuple(specs) if isinstance(specs, dict) else names)
+
+
+def _signatures(kit) -> dict:
+    """Call name -> ((argument, accepted base types or None for any, required), ...): the data
+    lang.calls checks calls against, from a resolved kit's specs (none from a list of names)."""
+    from lackjail.kit.tools.toolspec import parse_type
+
+    signatures = {}
+    for call, spec in getattr(kit, "specs", {}).items():
+        params = []
+        for arg in spec.args:
+            types = parse_type(arg.type, f"argument '{arg.name}' of tool '{call}'")
+            params.append((arg.name, None if "Any" in types else types, arg.required))
+        signatures[call] = tuple(params)
+    return signatures
 
 
 @functools.cache
 def bundled_hints() -> dict:
-    """Tool name -> "pass --kit K (tool is in it)", K the smallest bundled kit that has it."""
+    """Tool name -> "the bundled kit 'K' has it", K the smallest bundled kit that has it: words
+    for every front end (a command line, the library, an MCP client), naming no flag."""
     from lackjail.kit import KitError, resolve_kit
     from lackjail.kit.assembly.kitfile import BUNDLED_DIR
 
@@ -158,7 +189,7 @@ def bundled_hints() -> dict:
     hints = {}
     for name, names in sorted(kits, key=lambda kit: len(kit[1])):
         for tool in names:
-            hints.setdefault(tool, f"pass --kit {name} ({tool} is in it)")
+            hints.setdefault(tool, f"the bundled kit {name!r} has it")
     return hints
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
-from lackjail.pool import isolation
+from lackjail.pool import interpreter, isolation
 
 
 def _nsjail_libraries(binary: str) -> tuple[bool, str]:
-    try:
-        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"ldd failed: {exc}"
-    missing = [line.split()[0] for line in out.splitlines() if "not found" in line]
+    """Read from the binary's ELF headers as the host's loader would search (never `ldd`,
+    which runs the loader a binary names)."""
+    closure = interpreter.libraries((binary,))
+    if binary not in closure.objects:
+        return False, f"{binary} is not an ELF program this host can load"
+    missing = sorted({name for name, _ in closure.missing})
     if missing:
         return False, f"missing {', '.join(missing)} (apt-get install libnl-route-3-200)"
     return True, "all shared libraries found"
@@ -76,19 +76,43 @@ def report() -> list[dict]:
     ):
         ok, why = fn()
         checks.append({"name": name, "ok": ok, "detail": why})
+    for name, fn in (
+        ("namespaces", isolation.namespaces_status),
+        ("landlock", isolation.landlock_status),
+    ):
+        ok, why = fn()
+        checks.append({"name": name, "ok": ok, "detail": why})
+    namespaces, landlock = checks[-2], checks[-1]
     ok, why = isolation.probe_nsjail()
     checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
-    seccomp_ok = checks[-3]["ok"]
-    level = "nsjail" if ok else ("seccomp" if seccomp_ok else "none")
+    if not ok and landlock["ok"]:
+        landlock["ok"], landlock["detail"] = _landlock_starts(landlock["detail"])
+    seccomp_ok = next(c["ok"] for c in checks if c["name"] == "seccomp")
+    if ok:
+        level, detail = "nsjail", "namespaces, minimal mounts, uid 65534, rlimits, seccomp"
+    elif landlock["ok"]:
+        cause = namespaces["detail"] if not namespaces["ok"] else f"nsjail cannot start: {why}"
+        level = "landlock"
+        detail = (
+            f"{landlock['detail']}, seccomp, rlimits, a fresh process per run; no nsjail "
+            f"because {cause} (policies demanding nsjail will refuse to run)"
+        )
+    elif seccomp_ok:
+        level = "seccomp"
+        detail = "fallback only (policies demanding nsjail or landlock will refuse to run)"
+    else:
+        level, detail = "none", "no isolation available: lackjail cannot run programs here"
     checks.append(
         {
             "name": "isolation level",
             "ok": level != "none",
-            "detail": {
-                "nsjail": "nsjail: namespaces, minimal mounts, uid 65534, rlimits, seccomp",
-                "seccomp": "seccomp fallback only (policies demanding nsjail will refuse to run)",
-                "none": "no isolation available: lackjail cannot run programs here",
-            }[level],
+            "detail": f"{level}: {detail}" if level != "none" else detail,
         }
     )
     return checks
+
+
+def _landlock_starts(detail: str) -> tuple[bool, str]:
+    """Whether a landlock zygote starts and confines itself here (ok, detail)."""
+    ok, why = isolation.probe_landlock()
+    return ok, detail if ok else f"{detail}, but a confined zygote did not start: {why}"

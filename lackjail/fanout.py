@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from lackjail.errors import ArgumentError
+
 _DONE = object()  # a thread's last message: it takes no more jobs
 
 
@@ -44,7 +46,7 @@ def fan_out(
     running finish on their own threads and are dropped.
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        raise ArgumentError(f"concurrency must be at least 1, not {concurrency}")
     window = max(window or 4 * concurrency, concurrency)
     engine = _Engine(fn, jobs, concurrency, window)
     try:

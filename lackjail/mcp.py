@@ -6,6 +6,10 @@ everywhere: programs are validated before a jail sees them, parameters must be
 plain data, tool calls go through the policy, calls that need approval are
 denied (there is nobody to ask), and `resolve_doc` reads only the docs the
 served kit lists, confined to the workspace, under the policy's read rules.
+A client keeps state between calls in named sessions (`run_program`'s
+`session`), each a `Jail.session()` that ends on its idle timeout, on
+`close_session`, or with the server. The jail opens on a thread of its own, so
+`initialize` is answered while its pool starts.
 Built on `MCPServer` of the mcp 2.x SDK (the 1.x `FastMCP`).
 """
 
@@ -14,6 +18,10 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
+import secrets
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 import anyio
@@ -34,23 +42,53 @@ from lackjail.workspace import show
 from lackjail.workspace.protect import Protection
 
 
-def instructions(language: str) -> str:
+def instructions(language: str, kit=None) -> str:
     """What the server tells a client about the language LEVEL in force, in the spec's own words
-    (the summary `lackjail spec` prints and what that level does not allow)."""
+    (the summary `lackjail spec` prints and what that level does not allow), and KIT's tools."""
     data = lang.spec(language)
     banned = ", ".join(item["construct"] for item in data["forbidden_constructs"])
     return (
         f"Runs programs in an nsjail jail at the language level {language!r}. {data['summary']} "
         f"Not allowed at this level: {banned}. print() output is captured. Read the resource "
         "lackjail://spec for the whole language (builtins, rules with examples, limits) and call "
-        "kit_info for the tools a program may call.\n"
+        "kit_info for the tools' guidance and docs.\n"
+        f"{kit_tools(kit)}\n"
         "Check a program with check_program before run_program; delegate writes one from an "
-        "intent."
+        "intent. Pass the same `session` name to run_program to keep variables, functions and "
+        "classes between calls; close_session ends one."
     )
 
 
+def kit_tools(kit) -> str:
+    """KIT's tools as a program calls them, one line each with what it does: the tool
+    descriptions carry them, so a client sees the signatures without asking."""
+    if kit is None or not kit.specs:
+        return "The served kit has no tools: programs compute with their params and literals."
+    lines = [f"Tools a program may call (kit {kit.name}):"]
+    for call, spec in kit.specs.items():
+        about = (spec.description or spec.guidance).strip().splitlines()
+        lines.append(f"  {spec.signature(call)}" + (f"  # {about[0]}" if about else ""))
+    return "\n".join(lines)
+
+
+RUN_PROGRAM = """Validate and run a program in the jail with the served kit.
+
+params become top-level names (plain JSON data). dry_run: run, but commit no writes and return
+the diff they would make. session: a name (letters, digits, '-', '_'; "new" for a fresh one,
+returned as `session`): runs of one session keep the variables, functions and classes earlier
+runs bound, and its params; without it every run starts clean. Returns status, value, output,
+errors (line/col), trace, isolation, stats."""
+
+CHECK_PROGRAM = """Validate a program without running it: valid, errors (rule, line, col and what
+to write instead), calls. Tool calls are checked against the tools' signatures."""
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+ENDS_STATE = ToolAnnotations(  # close_session: changes no file, but what it ends is gone
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
 
@@ -83,14 +121,110 @@ def _reply(data: dict, is_error: bool = False) -> CallToolResult:
     )
 
 
-def build_server(jail) -> MCPServer:
-    """An MCPServer whose tools run programs in JAIL (a lackjail.Jail with a kit) and read it."""
-    kit, workspace = jail.kit, jail.workspace
+class Served:
+    """The jail a server runs programs in, opening while the server starts (OPENING, a
+    concurrent.futures.Future of the Jail): `initialize` and the tools that only read
+    (check_program, kit_info, the docs) answer at once, a tool that runs a program waits for
+    the jail, and a jail that could not open is that tool's error.
+
+    POLICY, KIT, WORKSPACE and CHECKER are what the jail is made from.
+    `Served.ready(jail)` serves a Jail that is open already.
+    """
+
+    def __init__(self, opening: Future, *, policy, kit, workspace: str, checker):
+        self.policy, self.kit, self.workspace, self.checker = policy, kit, workspace, checker
+        self._opening = opening
+
+    @classmethod
+    def ready(cls, jail) -> Served:
+        opened: Future = Future()
+        opened.set_result(jail)
+        return cls(
+            opened, policy=jail.policy, kit=jail.kit, workspace=jail.workspace, checker=jail.checker
+        )
+
+    @property
+    def jail(self):
+        """The open Jail (waiting for it); a ToolError saying why when it could not open."""
+        try:
+            return self._opening.result()
+        except Exception as exc:
+            raise ToolError(f"the jail could not start: {exc}") from None
+
+    def close(self) -> None:
+        """Close the jail once it is open (a jail that could not open has nothing to close)."""
+        if self._opening.exception() is None:
+            self._opening.result().close()
+
+
+SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class Sessions:
+    """The client's named sessions: run_program's `session` picks one, opened on first use
+    ("new" opens one under a fresh name, returned in the result). Each ends on its idle
+    timeout (the policy's pool.session_idle_s), on close_session, or with the server."""
+
+    def __init__(self, served: Served):
+        self._served = served
+        self._open: dict = {}  # name -> Session (closed ones are dropped when met)
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> tuple:
+        """(name, session, notes): NAME's open session, or a new one; NOTES say when this run
+        opens it ("session_new") and why the one it replaces ended ("session_ended")."""
+        from lackjail.sessions import SessionError
+
+        if name == "new":
+            name = f"s-{secrets.token_hex(4)}"
+        elif not SESSION_NAME.fullmatch(name):
+            raise ToolError(
+                f"session {show(name)} is not a session name: use 1-64 letters, digits, '-' or "
+                "'_', or \"new\" for a fresh one"
+            )
+        with self._lock:
+            found = self._open.get(name)
+            if found is not None and not found.closed:
+                return name, found, {}
+            notes: dict = {"session_new": True}
+            if found is not None:
+                notes["session_ended"] = found.ended
+            for closed in [n for n, s in self._open.items() if s.closed]:
+                del self._open[closed]
+            try:
+                self._open[name] = self._served.jail.session()
+            except SessionError as exc:
+                names = ", ".join(sorted(self._open)) or "none"
+                raise ToolError(f"{exc}; close_session one of: {names}") from None
+            return name, self._open[name], notes
+
+    def close(self, name: str) -> bool:
+        """Close session NAME; False when no session of that name is open."""
+        with self._lock:
+            found = self._open.pop(name, None)
+        if found is None or found.closed:
+            return False
+        found.close()
+        return True
+
+    def names(self) -> list:
+        with self._lock:
+            return sorted(n for n, s in self._open.items() if not s.closed)
+
+
+def build_server(served) -> MCPServer:
+    """An MCPServer whose tools run programs in SERVED's jail (a `Served`, or an open
+    lackjail.Jail with a kit) and read its kit, docs and language."""
+    if not isinstance(served, Served):
+        served = Served.ready(served)
+    kit, workspace, checker = served.kit, served.workspace, served.checker
+    sessions = Sessions(served)
     hints = effect_hints(kit.grade)
+    tools_text = kit_tools(kit)
     server = MCPServer(
         "lackjail",
         version=__version__,
-        instructions=instructions(jail.checker.language),
+        instructions=instructions(checker.language, kit),
         log_level="WARNING",
     )
 
@@ -116,26 +250,41 @@ def build_server(jail) -> MCPServer:
                     raise ToolError(str(exc)) from None
         raise ToolError(f"no kit named {show(name)}; list_kits shows the kits")
 
-    @server.tool(annotations=hints)
+    @server.tool(annotations=hints, description=f"{RUN_PROGRAM}\n\n{tools_text}")
     def run_program(
-        program: str, params: dict[str, Any] | None = None, dry_run: bool = False
+        program: str,
+        params: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        session: str | None = None,
     ) -> CallToolResult:
-        """Validate and run a lackpy program in the jail with the served kit.
-
-        params become top-level names (plain JSON data). dry_run: run, but commit no writes and
-        return the diff they would make. Returns status, value, output, errors (line/col), trace,
-        isolation, stats.
-        """
         try:
-            result = jail.run(program, params, dry_run=dry_run)
-        except PoolError as exc:  # busy or shutting down: say so, the agent may retry
+            if session is None:
+                result = served.jail.run(program, params, dry_run=dry_run)
+                return _reply(result.to_dict(), is_error=not result.ok)
+            if dry_run:
+                raise ToolError(
+                    "dry_run runs outside sessions: leave out session to dry-run a program"
+                )
+            name, kept, notes = sessions.get(session)
+            result = kept.run(program, params)
+        except PoolError as exc:  # busy, shutting down, a session closed: the agent may retry
             raise ToolError(str(exc)) from None
-        return _reply(result.to_dict(), is_error=not result.ok)
+        return _reply({**result.to_dict(), "session": name, **notes}, is_error=not result.ok)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=ENDS_STATE)
+    def close_session(session: str) -> CallToolResult:
+        """End a session that run_program opened: its variables, functions and classes are
+        gone. Sessions also end after the policy's idle timeout."""
+        if not sessions.close(session):
+            raise ToolError(
+                f"no open session named {show(session)}; open: "
+                f"{', '.join(sessions.names()) or 'none'}"
+            )
+        return _reply({"session": session, "closed": True})
+
+    @server.tool(annotations=READ_ONLY, description=f"{CHECK_PROGRAM}\n\n{tools_text}")
     def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        """Validate a lackpy program without running it: valid, errors (rule, line, col), calls."""
-        return _reply(jail.check(program, params).to_dict())
+        return _reply(checker.check(program, params).to_dict())
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:
@@ -173,7 +322,7 @@ def build_server(jail) -> MCPServer:
                 f"refused: {show(path)} is not a doc of kit {kit.name!r}; docs_index lists them"
             )
         try:
-            text = resolve_doc(path, workspace, Protection.from_policy(jail.policy))
+            text = resolve_doc(path, workspace, Protection.from_policy(served.policy))
             return _reply({"path": path, "text": text})
         except KitError as exc:
             raise ToolError(f"refused: {exc}") from None
@@ -188,7 +337,7 @@ def build_server(jail) -> MCPServer:
         from lackjail.infer import ConfigError, IntentError
 
         try:
-            outcome = jail.delegate(intent, params, run=run, root=workspace)
+            outcome = served.jail.delegate(intent, params, run=run, root=workspace)
         except (IntentError, ConfigError, PoolError) as exc:
             raise ToolError(str(exc)) from None
         return _reply(outcome.to_dict(), is_error=outcome.exit_code != 0)
@@ -201,7 +350,7 @@ def build_server(jail) -> MCPServer:
         "rules, limits.",
     )
     def spec_text() -> str:
-        return render(lang.spec(jail.checker.language))
+        return render(lang.spec(checker.language))
 
     @server.resource(
         "lackjail://spec.json",
@@ -210,7 +359,7 @@ def build_server(jail) -> MCPServer:
         description="The language level in force, as JSON.",
     )
     def spec_json() -> str:
-        return json.dumps(lang.spec(jail.checker.language))
+        return json.dumps(lang.spec(checker.language))
 
     @server.resource(
         "lackjail://kit",

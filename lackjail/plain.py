@@ -109,6 +109,8 @@ def copy(
                     )
                 elif type(key) not in _LENIENT_KEYS:
                     key = conv(repr(key), depth + 1)
+                elif type(key) is int and not INT_MIN <= key <= INT_MAX:
+                    key = conv(key, depth + 1)  # its text, as a value that wide becomes
                 try:
                     out[key] = conv(item, depth + 1)
                 except PlainError as exc:

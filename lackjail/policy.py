@@ -14,17 +14,17 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.errors import unknown_key
+from lackjail.errors import InputError, unknown_key
 from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
-ISOLATION_LEVELS = ("nsjail", "seccomp")
+ISOLATION_LEVELS = ("nsjail", "landlock", "seccomp")  # strongest first
 ISOLATION_DEMANDS = (*ISOLATION_LEVELS, "any")  # what a policy may demand
 MODES = ("fresh", "reuse")
 PATH_RULE_KEYS = ("write_deny", "read_deny", "write_allow", "read_allow")
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError, ValueError):
     """A policy file or value that cannot be used; the message names the key."""
 
 
@@ -54,6 +54,8 @@ class PoolSettings:
     start_timeout_s: float = 10.0
     kill_grace_s: float = 0.5
     spares: int = 2  # children each jail keeps forked, warmed and confined ahead of runs
+    max_sessions: int = 16  # sessions open at once per Jail (each is a jail of its own)
+    session_idle_s: float = 600.0  # a session left idle this long is closed
 
     @property
     def worker_count(self) -> int:
@@ -80,7 +82,9 @@ class ToolRules:
 @dataclass(frozen=True)
 class Policy:
     name: str = "default"
-    isolation: str = "nsjail"  # the level demanded; "any" allows the seccomp fallback
+    # the weakest isolation level accepted: the strongest this host has runs, down to it
+    # ("any": the seccomp fallback too)
+    isolation: str = "nsjail"
     language: str = "lackpy"  # the language level programs are checked at (LANGUAGES)
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
@@ -186,7 +190,7 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
         )
     if values.get("isolation", "nsjail") not in ISOLATION_DEMANDS:
         raise PolicyError(
-            "policy key 'isolation' must be one of nsjail, seccomp, any; "
+            "policy key 'isolation' must be one of nsjail, landlock, seccomp, any; "
             f"not {values['isolation']!r}"
         )
     pool = values.get("pool")
@@ -211,6 +215,7 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
 # spare is a forked child waiting, so a stray zero or three means a host full of processes.
 MAX_WORKERS = 1024
 MAX_SPARES = 16
+MAX_SESSIONS = 1024
 
 
 def _check_pool(pool: PoolSettings) -> None:
@@ -223,6 +228,11 @@ def _check_pool(pool: PoolSettings) -> None:
         raise PolicyError(
             f"policy key 'pool.workers' must be at most {MAX_WORKERS} (0: one per CPU), "
             f"not {pool.workers}"
+        )
+    if not 1 <= pool.max_sessions <= MAX_SESSIONS:
+        raise PolicyError(
+            f"policy key 'pool.max_sessions' must be between 1 and {MAX_SESSIONS} (sessions "
+            f"open at once per Jail, each a jail of its own), not {pool.max_sessions}"
         )
     if pool.recycle_after < 1:
         raise PolicyError(

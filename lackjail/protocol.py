@@ -23,6 +23,8 @@ OUTPUT_CHUNK = 16 << 10  # characters of printed text in one `output` frame
 # Decoding a frame may cost at most COST_PER_BYTE times its size (+ COST_BASE) in
 # Python objects, as scan() estimates them: an empty map is ~64 bytes from 1 byte.
 COST_PER_BYTE, COST_BASE = 60, 64 << 10
+MAX_FRAMES = 64  # program frames in a run error's traceback (of a deeper chain, the innermost)
+MAX_FUNCTION = 200  # characters of a traceback frame's function name
 SPIN_S = 0.0003  # how long either side polls before it sleeps when an answer is due
 
 
@@ -65,10 +67,12 @@ SCHEMAS = {
     # controller -> zygote (control channel)
     "ping": {"id": _I},
     "cancel": {"gen": _I},
+    "limit": {"gen": _I, "memory_mb": _I},  # lower a ready child's address space (0: restore)
     "stop": {},
     # zygote -> controller (`spawned` carries the child's run channel: two descriptors)
     "spawned": {"gen": _I},
     "pong": {"id": _I},
+    "limited": {"gen": _I, "memory_mb": _I, "ok": _B},
     "done": {
         "gen": _I,
         "code": (int, type(None)),
@@ -84,6 +88,9 @@ SCHEMAS = {
         "tools": (list,),
         "jail_tools": (dict,),
         "language": _S,
+        "cpu_s": _F,  # this run's CPU limit, at most the child's (0: the child's)
+        "memory_mb": _I,  # this run's address-space limit, at most the child's (0: the child's)
+        "session": _B,  # the child keeps the run's globals for its next run
     },
     "return": {
         "seq": _I,
@@ -122,6 +129,14 @@ def make_cancel(gen: int) -> dict:
     return {"t": "cancel", "gen": gen}
 
 
+def make_limit(gen: int, memory_mb: int) -> dict:
+    return {"t": "limit", "gen": gen, "memory_mb": memory_mb}
+
+
+def make_limited(gen: int, memory_mb: int, ok: bool) -> dict:
+    return {"t": "limited", "gen": gen, "memory_mb": memory_mb, "ok": ok}
+
+
 def make_stop() -> dict:
     return {"t": "stop"}
 
@@ -150,7 +165,15 @@ def make_done(gen: int, code, sig, cpu_ms: float, max_rss_kb: int) -> dict:
 
 
 def make_run(
-    run_id: str, src: str, params: dict, tools: list, jail_tools: dict, language: str
+    run_id: str,
+    src: str,
+    params: dict,
+    tools: list,
+    jail_tools: dict,
+    language: str,
+    cpu_s: float = 0,
+    memory_mb: int = 0,
+    session: bool = False,
 ) -> dict:
     return {
         "t": "run",
@@ -160,6 +183,9 @@ def make_run(
         "tools": tools,
         "jail_tools": jail_tools,
         "language": language,
+        "cpu_s": cpu_s,
+        "memory_mb": memory_mb,
+        "session": session,
     }
 
 

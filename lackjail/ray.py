@@ -38,6 +38,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from lackjail.api import Jail, Result, _killed
+from lackjail.errors import HostError
 
 PROBE_S = 5.0  # how long the cluster's port may take to accept a connection
 RAY_CLIENT_PORT = 10001  # Ray Client's default port, for ray://HOST
@@ -50,7 +51,7 @@ LOST = (
 )
 
 
-class RayJailError(RuntimeError):
+class RayJailError(HostError, RuntimeError):
     """The cluster cannot run the programs: not reachable, or no node could start a jail pool."""
 
 
@@ -342,24 +343,12 @@ def _reason(exc) -> str:
 
 def open_ray(address: str, workspace=None, concurrency=None, isolation=None):
     """A `lackjail batch` runner: one RayJail per (kit, policy)."""
-    from lackjail.batch import GroupError, RunnerError
-    from lackjail.kit import KitError
-    from lackjail.policy import PolicyError, load_policy
+    from lackjail.policy import load_policy
 
     def open_runner(kit, policy):
-        try:
-            load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
-            return RayJail(
-                policy,
-                kit,
-                workspace,
-                address=address,
-                isolation=isolation,
-                concurrency=concurrency,
-            )
-        except (KitError, PolicyError) as exc:
-            raise GroupError(f"kit {kit!r}, policy {policy!r}: {exc}") from None
-        except RayJailError as exc:
-            raise RunnerError(str(exc)) from None
+        load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
+        return RayJail(
+            policy, kit, workspace, address=address, isolation=isolation, concurrency=concurrency
+        )
 
     return open_runner

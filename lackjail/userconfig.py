@@ -12,14 +12,14 @@ workspace's. The `[inference]` table of either file belongs to
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lackjail.errors import unknown_key
+from lackjail.errors import InputError, unknown_key
 
 USER_KEYS = ("kit", "policy", "language")
 WORKSPACE_KEYS = ("kit",)
@@ -28,7 +28,7 @@ MAX_CONFIG_BYTES = 1 << 20
 WORKSPACE_KIT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*(,[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*)*")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """A config file that cannot be used; the message names the file, the key and the fix."""
 
 
@@ -99,31 +99,28 @@ def tighten(policy, bounds: dict, source: str):
 
 def _read_user(path: Path) -> bytes | None:
     """The user's own config (None when absent); FIFOs and devices are refused, never block."""
+    from lackjail.workspace.hostfs import explain, read_file
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        return read_file(path, MAX_CONFIG_BYTES, own_links=True)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path} is not a regular file")
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes")
-        return os.read(fd, MAX_CONFIG_BYTES + 1)
-    finally:
-        os.close(fd)
+        if exc.errno == errno.EFBIG:
+            raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes") from None
+        raise ConfigError(f"cannot read {path}: {explain(exc)}") from None
 
 
 def _read_workspace(root, path: Path) -> bytes | None:
     """The workspace's config (None when absent), read as a tool reads a workspace file: beneath
     the workspace with no symlink leading out (`.lackjail` may be one), as the owner."""
-    from lackjail.errors import ToolCallError
+    from lackjail.errors import KitError, ToolCallError
     from lackjail.workspace.files import FileTooLarge, read_beneath
 
     try:
-        return read_beneath(os.path.realpath(root), WORKSPACE_CONFIG, MAX_CONFIG_BYTES)
+        return read_beneath(root, WORKSPACE_CONFIG, MAX_CONFIG_BYTES)
+    except KitError as exc:  # no folder to read from
+        raise ConfigError(f"cannot read {path}: {exc}") from None
     except FileTooLarge:
         raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes") from None
     except ToolCallError as exc:

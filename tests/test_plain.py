@@ -45,6 +45,14 @@ def test_lenient_copy_renders_what_plain_data_cannot_hold():
     assert out == {1: [3], "(1, 2)": str(2**70), "r": "range(0, 2)"}
 
 
+def test_a_dict_key_wider_than_64_bits_comes_back_as_its_text():
+    """It was kept as an int key, which the wire cannot carry: the run ended `limit`."""
+    out = plain.copy({2**70: 1, -(2**64): 2, 5: 3}, "v", 1 << 20, lenient=True)
+    assert out == {str(2**70): 1, str(-(2**64)): 2, 5: 3}
+    frame = protocol.encode(protocol.make_result("r1", "ok", out, [], 1.0, 1))  # was: refused
+    assert protocol.decode(frame[4:])["value"] == out
+
+
 def test_lone_surrogates_become_escapes():
     assert plain.copy(["a\udcff"], "v", 100) == ["a\\udcff"]
 

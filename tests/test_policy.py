@@ -5,11 +5,15 @@ import pytest
 from lackjail.policy import PolicyError, load_policy
 
 
-@pytest.mark.parametrize("name", ["default", "strict", "ci"])
-def test_bundled_policies_load(name):
+@pytest.mark.parametrize(
+    "name, isolation", [("default", "landlock"), ("strict", "nsjail"), ("ci", "nsjail")]
+)
+def test_bundled_policies_load(name, isolation):
+    """The default accepts the landlock level where namespaces cannot be made; strict and
+    ci demand nsjail."""
     policy = load_policy(name)
     assert policy.name == name
-    assert policy.isolation == "nsjail"
+    assert policy.isolation == isolation
     assert policy.limits.memory_mb > 0
 
 
@@ -31,7 +35,7 @@ def test_ci_workspace_is_read_only():
         ({"pool": {"spares": 100000}}, "'pool.spares' must be between 1 and 16"),
         ({"pool": {"workers": 100000}}, "'pool.workers' must be at most 1024 (0: one per CPU)"),
         ({"pool": {"recycle_after": 0}}, "'pool.recycle_after' must be >= 1"),
-        ({"isolation": "docker"}, "'isolation' must be one of nsjail, seccomp, any"),
+        ({"isolation": "docker"}, "'isolation' must be one of nsjail, landlock, seccomp, any"),
         ({"tools": {"approval": "write_file"}}, "'tools.approval' must be a list of tool names"),
         (
             {"tools": {"timeouts": {"x": -1}}},

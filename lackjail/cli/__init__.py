@@ -10,7 +10,15 @@ import sys
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, EXIT_FAILED, EXIT_HELP, EXIT_INTERRUPTED, error_object
+from lackjail.cli.common import (
+    EXIT_BAD,
+    EXIT_FAILED,
+    EXIT_HELP,
+    EXIT_INTERRUPTED,
+    Failure,
+    Group,
+    error_object,
+)
 from lackjail.terminal import terminal_safe
 
 # name -> ("module:attribute", one-line summary for --help); imported on first use.
@@ -46,7 +54,7 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(Group):
     """A group whose subcommands are imported by name when first invoked; `--help` lists them
     from their summaries without importing any."""
 
@@ -108,8 +116,9 @@ def cli(ctx, quiet, verbose, debug):
 def main(argv: list[str] | None = None) -> None:
     """Console entry point and the one place that turns outcomes into exit codes.
 
-    A command ends with `leave(code)` (click's Exit); bad input is a click
-    exception (exit 2, one line, or one JSON object after --json); Ctrl-C exits
+    A command ends with `leave(code)` (click's Exit); a bad argument is a click
+    exception, and so is a `LackjailError` once its command lets it go (`Failure`, with
+    the error's own exit code): one line, or one JSON object after --json; Ctrl-C exits
     130; anything else is an internal error (exit 1, one line unless --debug).
     """
     args = sys.argv[1:] if argv is None else list(argv)
@@ -128,7 +137,9 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(error_object(exc.format_message()))
         else:
             exc.show()
-        code = EXIT_BAD if exc.exit_code in (1, 2) else exc.exit_code
+        code = (
+            exc.exit_code if isinstance(exc, Failure) or exc.exit_code not in (1, 2) else EXIT_BAD
+        )
     except BrokenPipeError:
         code = EXIT_FAILED
     except Exception as exc:  # the last net: one line unless --debug

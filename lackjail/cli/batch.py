@@ -4,12 +4,12 @@ import sys
 
 import click
 
-from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, leave
+from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Command, leave
 from lackjail.cli.options import isolation_option
 from lackjail.policy import MAX_WORKERS
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("input_path", metavar="INPUT.jsonl")
 @click.option(
     "--output",
@@ -95,11 +95,7 @@ def batch(
             pinned=_given(click.get_current_context(), "kit", "policy"),
             progress=bar,
         )
-    except b.BatchInputError as exc:
-        raise click.UsageError(str(exc)) from None
-    except b.RunnerError as exc:  # the results so far are kept: rerun once the cause is fixed
-        raise click.ClickException(str(exc)) from None
-    finally:
+    finally:  # on a HostError the results so far are kept: rerun once the cause is fixed
         if bar is not None:
             bar.close()
     click.echo(summary.text(), err=True)
@@ -117,15 +113,12 @@ def _given(ctx, *names) -> frozenset:
 
 def _check_defaults(kit, policy, workspace):
     """Bad --policy or --kit is bad input (exit 2) before anything runs."""
-    from lackjail.kit import KitError, resolve_kit
-    from lackjail.policy import PolicyError, load_policy
+    from lackjail.kit import resolve_kit
+    from lackjail.policy import load_policy
 
-    try:
-        load_policy(policy)
-        if kit:
-            resolve_kit(kit, workspace=workspace or ".")
-    except (PolicyError, KitError) as exc:
-        raise click.UsageError(str(exc)) from None
+    load_policy(policy)
+    if kit:
+        resolve_kit(kit, workspace=workspace or ".")
 
 
 class _ProgressBar:

@@ -1,9 +1,9 @@
-"""`lackjail bench`: print issue 10's figures, its anchors and its goals (see lackjail/bench.py)."""
+"""`lackjail bench`: print the figures, their anchors and the goals (see lackjail/bench/)."""
 
 import click
 
 from lackjail.bench import SECTIONS
-from lackjail.cli.common import emit_json
+from lackjail.cli.common import Command, emit_json
 from lackjail.cli.options import isolation_option
 
 
@@ -13,7 +13,7 @@ def _shown(value) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "-n", "runs", default=500, show_default=True, type=click.IntRange(1), help="Runs per figure."
 )
@@ -36,7 +36,7 @@ def _shown(value) -> str:
 )
 def bench(runs, load, isolation, sections, as_json, markdown):
     """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
-    anchors (pydantic-monty, lackpy: the `bench` extra), and judge issue 10's goals.
+    anchors (pydantic-monty, lackpy: the `bench` extra), and judge the goals.
 
     Each goal is a ratio of figures from this run: measured / goal (a ceiling is met at
     <= 1.00, a throughput floor at >= 1.00). Speed is measured here, never in tests.
@@ -48,7 +48,11 @@ def bench(runs, load, isolation, sections, as_json, markdown):
       lackjail bench --only fresh -n 2000   # one section, e.g. under py-spy
       lackjail bench --markdown             # the README's table
     """
-    from lackjail import bench as b
+    from lackjail.bench import measure
+    from lackjail.bench.figures import MAP_LOAD, Figures
+    from lackjail.bench.goals import goals
+    from lackjail.bench.jailed import load_figures, map_throughput
+    from lackjail.bench.programs import SHAPE
 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
@@ -65,17 +69,17 @@ def bench(runs, load, isolation, sections, as_json, markdown):
 
     if not quiet:
         click.echo(
-            f"lackjail bench: {runs} runs per latency figure, program {b.SHAPE!r} with a new "
+            f"lackjail bench: {runs} runs per latency figure, program {SHAPE!r} with a new "
             "N for every run"
         )
-    figures = b.measure(runs, isolation, sections or SECTIONS, on_section=show)
+    figures = measure(runs, isolation, sections or SECTIONS, on_section=show)
     if load:
-        part = b.Figures()
-        part.update(b.load_figures())
-        part[b.MAP_LOAD] = b.map_throughput(10_000, isolation)
+        part = Figures()
+        part.update(load_figures())
+        part[MAP_LOAD] = map_throughput(10_000, isolation)
         figures.update(part)
         show("load", part)
-    judged = [] if sections else b.goals(figures)  # goals need every section's figures
+    judged = [] if sections else goals(figures)  # goals need every section's figures
     if as_json:
         emit_json(
             {
@@ -90,7 +94,7 @@ def bench(runs, load, isolation, sections, as_json, markdown):
         return
     if not judged:
         return
-    click.echo("\ngoals (issue 10), ratio = measured / goal, same run")
+    click.echo("\ngoals, ratio = measured / goal, same run")
     click.echo(f"  {'figure':<56} {'measured':>14}  {'goal':<36} {'ratio':>7}  verdict")
     for g in judged:
         measured = "-" if g.measured is None else f"{_shown(g.measured)} {g.unit}"

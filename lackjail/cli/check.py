@@ -5,7 +5,7 @@ import os
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, leave
+from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, Command, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import detail, error_line, verdict
 from lackjail.lang import LANGUAGES
@@ -13,7 +13,7 @@ from lackjail.lang import spec as language_spec
 from lackjail.lang.describe import render
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...|-")
 @program_options()
 def check(paths, shared):
@@ -74,7 +74,7 @@ def _programs(paths):
             yield path, "<stdin>" if path == "-" else path
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the spec as JSON.")
 @click.option(
     "--language",

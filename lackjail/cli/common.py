@@ -6,6 +6,7 @@ from typing import NoReturn
 
 import click
 
+from lackjail.errors import LackjailError
 from lackjail.jsondata import dumps
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -13,6 +14,38 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_HELP = (
     "Exit codes: 0 ok; 1 the program ran and failed; 2 rejected or bad input; 130 interrupted."
 )
+
+
+class Failure(click.ClickException):
+    """A LackjailError leaving a command: one `Error:` line and the error's own exit code.
+    Bad input and host failures become exit codes here and nowhere else."""
+
+    def __init__(self, error: LackjailError):
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+
+def _failing(invoke):
+    def run(self, ctx: click.Context):
+        try:
+            return invoke(self, ctx)
+        except LackjailError as exc:
+            raise Failure(exc) from None
+
+    return run
+
+
+class Command(click.Command):
+    """Every lackjail subcommand: a LackjailError it lets go becomes a `Failure`."""
+
+    invoke = _failing(click.Command.invoke)
+
+
+class Group(click.Group):
+    """A group of subcommands (the same, and its subcommands are `Command`s)."""
+
+    command_class = Command
+    invoke = _failing(click.Group.invoke)
 
 
 def leave(code: int) -> NoReturn:

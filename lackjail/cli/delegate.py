@@ -2,21 +2,18 @@
 
 import click
 
-from lackjail.cli.common import EXIT_BAD, EXIT_HELP, emit_json, leave, read_source
+from lackjail.cli.common import EXIT_BAD, EXIT_HELP, Command, Group, emit_json, leave, read_source
 from lackjail.cli.options import Shared, isolation_option, program_options, setup
 from lackjail.cli.output import error_line, note, print_result, verbosity
 from lackjail.terminal import terminal_safe
-
-
-def _usage(exc) -> click.UsageError:
-    return click.UsageError(str(exc))
-
 
 MODEL_HINT = (
     "  to let a model write it: run Ollama (OLLAMA_HOST, default http://127.0.0.1:11434) or set "
     "ANTHROPIC_API_KEY;\n  choose tiers and models in .lackjail/config.toml: [inference] order = "
     '["templates", "rules", "ollama", "anthropic"], [inference.providers.ollama] model = "...", '
-    '[inference.providers.anthropic] model = "..."'
+    '[inference.providers.anthropic] model = "...";\n  for an OpenAI-compatible server (vLLM, '
+    'LM Studio, llama.cpp) add a provider with kind = "openai", base_url and model in your '
+    "own ~/.config/lackjail/config.toml"
 )
 
 
@@ -33,7 +30,12 @@ def _print_generation(gen) -> None:
             click.echo(f"  {error_line(err, f'last attempt ({last["tier"]})')}", err=True)
 
 
-@click.command(epilog=EXIT_HELP)
+def _asking(tier: str, provider) -> None:
+    """Say which model is asked and for how long at most, before a wait that may be long."""
+    note(f"lackjail: asking {tier} ({provider.model}), up to {provider.timeout:g} s")
+
+
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.argument("intent")
 @program_options(limits=True)
 @click.option(
@@ -44,8 +46,15 @@ def _print_generation(gen) -> None:
     help="Run the generated program in the jail, or only print it.",
 )
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
+@click.option(
+    "--provider-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="How long each model tier may take to answer [inference.provider_timeout, else each "
+    "provider's timeout, else 60].",
+)
 @isolation_option()
-def delegate(intent, shared, run, yes, isolation):
+def delegate(intent, shared, run, yes, provider_timeout, isolation):
     """Write a lackpy program for INTENT (cheapest tier first), validate it, and run it in the jail.
 
     Tiers and providers come from .lackjail/config.toml ([inference]). Exit 0
@@ -62,31 +71,35 @@ def delegate(intent, shared, run, yes, isolation):
     from lackjail import infer
 
     chosen = setup(shared)
-    try:
-        config = infer.load_config()
-        infer.check_intent(intent)
-        if run:
-            from lackjail.cli.jail import open_jail
+    on_ask = None if shared.as_json else _asking
+    config = infer.load_config()
+    if provider_timeout is not None:
+        config = config.with_provider_timeout(provider_timeout)
+    infer.check_intent(intent)
+    if run:
+        from lackjail.cli.jail import open_jail
 
-            approve = None
-            if chosen.kit.names:
-                from lackjail.cli.approve import terminal_approver
+        approve = None
+        if chosen.kit.names:
+            from lackjail.cli.approve import terminal_approver
 
-                approve = terminal_approver(yes)
-            with open_jail(chosen, isolation=isolation, approve=approve) as jail:
-                outcome = infer.delegate(jail, intent, chosen.params, run=True, config=config)
-        else:
-            outcome = infer.DelegateResult(
-                infer.generate(
-                    intent,
-                    chosen.kit,
-                    tuple(chosen.params),
-                    config=config,
-                    check=lambda program: chosen.checker.check(program, chosen.params),
-                )
+            approve = terminal_approver(yes)
+        with open_jail(chosen, isolation=isolation, approve=approve) as jail:
+            outcome = infer.delegate(
+                jail, intent, chosen.params, run=True, config=config, on_ask=on_ask
             )
-    except (infer.ConfigError, infer.IntentError) as exc:
-        raise _usage(exc) from None
+    else:
+        outcome = infer.DelegateResult(
+            infer.generate(
+                intent,
+                chosen.kit,
+                tuple(chosen.params),
+                config=config,
+                check=lambda program: chosen.checker.check(program, chosen.params),
+                language=chosen.checker.language,
+                on_ask=on_ask,
+            )
+        )
     gen = outcome.generation
     if shared.as_json:
         emit_json(outcome.to_dict())
@@ -104,7 +117,7 @@ def delegate(intent, shared, run, yes, isolation):
     leave(outcome.exit_code)
 
 
-@click.group()
+@click.group(cls=Group)
 def template():
     """Stored programs that match intents: the zero-latency first tier (.lackjail/templates).
 
@@ -139,7 +152,7 @@ def create(file, name, pattern, kit, workspace, force):
     a string literal) or inside a string literal; captured text is always
     inserted as a string value, never as code.
     """
-    from lackjail.infer import TemplateError, TemplateStore
+    from lackjail.infer import TemplateStore
     from lackjail.infer.templates import IntentPattern
 
     raw, filename = read_source(file)
@@ -148,8 +161,6 @@ def create(file, name, pattern, kit, workspace, force):
         names = IntentPattern.compile(pattern).names
     except UnicodeDecodeError:
         raise click.UsageError(f"{filename} is not UTF-8 text") from None
-    except TemplateError as exc:
-        raise _usage(exc) from None
     verdict = setup(Shared(kit=kit, workspace=workspace)).checker.check(body, names)
     if not verdict.valid:
         for err in verdict.errors:
@@ -157,8 +168,8 @@ def create(file, name, pattern, kit, workspace, force):
         leave(EXIT_BAD)
     try:
         saved = TemplateStore.at().create(name, pattern, body, force=force)
-    except (TemplateError, OSError) as exc:
-        raise _usage(exc) from None
+    except OSError as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(terminal_safe(f"saved template {saved.name} to {saved.path}"))
 
 

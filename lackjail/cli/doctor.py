@@ -2,11 +2,11 @@
 
 import click
 
-from lackjail.cli.common import EXIT_FAILED, EXIT_OK, emit_json, leave
+from lackjail.cli.common import EXIT_FAILED, EXIT_OK, Command, emit_json, leave
 from lackjail.cli.output import verdict
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as one JSON object.")
 def doctor(as_json):
     """Check the nsjail binary and its libraries, namespaces, seccomp and cgroups.

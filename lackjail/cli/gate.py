@@ -6,10 +6,10 @@ import sys
 import click
 
 from lackjail.atomicfile import write_text_atomic
-from lackjail.cli.common import leave
+from lackjail.cli.common import Command, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import note, verbosity, verdict
-from lackjail.gate import DEFAULT_GLOB, FORMATS, DiscoveryError, Gate, discover, render
+from lackjail.gate import DEFAULT_GLOB, FORMATS, Gate, discover, render
 from lackjail.gate.report import (
     program_lines,
     render_text,
@@ -66,7 +66,7 @@ def _progress(count: int, quiet: bool):
     )
 
 
-@click.command(epilog=GATE_HELP)
+@click.command(cls=Command, epilog=GATE_HELP)
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option(
     "--glob",
@@ -135,10 +135,7 @@ def gate(paths, pattern, run, dry_run, shared, fmt, select, ignore, output):
     if output:
         _output_folder(output)
     chosen = setup(shared)
-    try:
-        programs = discover(paths, pattern)
-    except DiscoveryError as exc:
-        raise click.UsageError(str(exc)) from None
+    programs = discover(paths, pattern)
     if not programs and fmt != "json":
         note(f"lackjail gate: no programs found (glob {pattern!r} under {', '.join(paths) or '.'})")
     live = fmt == "text" and not output  # each program's lines as soon as it is judged

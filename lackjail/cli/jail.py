@@ -1,4 +1,4 @@
-"""Opening a Jail for a command: bad policies, kits, workspaces and hosts become one-line errors."""
+"""Opening a Jail for a command from its resolved shared options."""
 
 import click
 
@@ -17,24 +17,16 @@ def workspace_folder(workspace) -> str:
 
 def open_jail(setup, workers=1, mode=None, isolation=None, approve=None):
     """A Jail for run, gate, delegate and serve from the resolved shared options (a `Setup`);
-    a host that cannot run jails is one line and exit 2."""
+    a bad policy or kit, or a host that cannot run jails, is a LackjailError (one line)."""
     from lackjail.api import Jail
-    from lackjail.errors import KitError
-    from lackjail.policy import PolicyError
-    from lackjail.pool import IsolationError, PoolError
 
-    try:
-        return Jail(
-            policy=setup.policy,
-            kit=setup.kit,
-            workers=workers,
-            workspace=setup.workspace,
-            mode=mode,
-            isolation=isolation,
-            approve=approve,
-            language=setup.language,
-        )
-    except (PolicyError, KitError) as exc:
-        raise click.UsageError(str(exc)) from None
-    except (IsolationError, PoolError) as exc:
-        raise click.ClickException(str(exc)) from None
+    return Jail(
+        policy=setup.policy,
+        kit=setup.kit,
+        workers=workers,
+        workspace=setup.workspace,
+        mode=mode,
+        isolation=isolation,
+        approve=approve,
+        language=setup.language,
+    )

@@ -6,16 +6,10 @@ without --force) exits 2 with one `Error:` line, never a traceback.
 
 import click
 
-from lackjail.cli.common import emit_json
+from lackjail.cli.common import Group, emit_json
+from lackjail.errors import InputError
 from lackjail.kit import KitError, default_toolbox, format_kit, list_kits, resolve_kit, write_kit
 from lackjail.terminal import terminal_safe
-
-
-class BadInput(click.ClickException):
-    """One line on stderr and exit code 2."""
-
-    exit_code = 2
-
 
 _workspace = click.option(
     "--workspace",
@@ -30,11 +24,11 @@ def _folder(workspace):
 
     folder = workspace or os.getcwd()
     if not os.path.isdir(folder):
-        raise BadInput(f"workspace {folder!r} is not a directory")
+        raise InputError(f"workspace {folder!r} is not a directory")
     return folder
 
 
-@click.group("kit")
+@click.group("kit", cls=Group)
 def kit():
     """List, inspect and create kits (the tools a program may call).
 
@@ -85,10 +79,7 @@ def info_command(name, workspace, as_json):
 
     NAME is a kit name, a .kit file, or tool names separated by commas.
     """
-    try:
-        resolved = resolve_kit(name, workspace=_folder(workspace))
-    except KitError as exc:
-        raise BadInput(str(exc)) from None
+    resolved = resolve_kit(name, workspace=_folder(workspace))
     if as_json:
         emit_json(resolved.to_dict())
     else:
@@ -110,14 +101,9 @@ def create_command(name, tools, description, docs, force, workspace):
     """Create .lackjail/kits/NAME.kit in the workspace from --tools."""
     folder = _folder(workspace)
     names = [t.strip() for t in tools.split(",") if t.strip()]
-    try:
-        if not names:
-            raise KitError("--tools names no tool; e.g. --tools read_file,find_files")
-        resolve_kit(names, workspace=folder)
-        text = format_kit(
-            name, description, names, [d.strip() for d in docs.split(",") if d.strip()]
-        )
-        path = write_kit(folder, name, text, force=force)
-    except KitError as exc:
-        raise BadInput(str(exc)) from None
+    if not names:
+        raise KitError("--tools names no tool; e.g. --tools read_file,find_files")
+    resolve_kit(names, workspace=folder)
+    text = format_kit(name, description, names, [d.strip() for d in docs.split(",") if d.strip()])
+    path = write_kit(folder, name, text, force=force)
     click.echo(f"created {path} ({len(names)} tools)")

@@ -143,8 +143,12 @@ def program_options(
     return decorate
 
 
-def isolation_option(help: str = "Override the policy's isolation demand."):
-    """Decorator adding --isolation: one of the demands a policy may make, overriding it."""
+def isolation_option(
+    help: str = "Run at exactly this isolation level instead of the policy's choice "
+    "(any: the strongest this host has).",
+):
+    """Decorator adding --isolation: a level to run at exactly (or any), overriding the
+    policy's weakest accepted level."""
     from lackjail.policy import ISOLATION_DEMANDS
 
     return click.option("--isolation", type=click.Choice(ISOLATION_DEMANDS), help=help)

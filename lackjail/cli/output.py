@@ -55,6 +55,24 @@ def error_line(error: dict, filename: str, status: str = "") -> str:
     return format_error({**error, "message": message}, filename)
 
 
+def traceback_lines(error: dict, filename: str) -> list[str]:
+    """The program's call chain of a run error, outermost first, one `file:line:col: in function`
+    line each; nothing for an error that happened at the program's top level."""
+    from lackjail.checker import format_error
+
+    frames = error.get("traceback") or []
+    omitted = error.get("traceback_omitted", 0)
+    if len(frames) < 2 and not omitted:
+        return []
+    lines = ["  traceback (most recent call last):"]
+    if omitted:
+        lines.append(f"    ... {omitted} outer calls not shown")
+    for frame in frames:
+        place = {**frame, "message": f"in {frame['function']}"}
+        lines.append("    " + format_error(place, filename))
+    return lines
+
+
 def show_output(text: str) -> None:
     """Printed output as it arrives (stdout, flushed): a long run shows its progress, and Ctrl-C
     loses nothing that was printed."""
@@ -81,3 +99,5 @@ def print_result(result, filename: str, shown: bool = False) -> None:
         return
     for err in result.errors:
         click.echo(error_line(err, filename, result.status), err=True)
+        for line in traceback_lines(err, filename):
+            click.echo(line, err=True)

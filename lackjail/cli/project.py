@@ -2,11 +2,12 @@
 
 import json
 import os
+import shlex
 import sys
 
 import click
 
-from lackjail.cli.common import EXIT_HELP, leave
+from lackjail.cli.common import EXIT_HELP, Command, leave
 from lackjail.terminal import terminal_safe
 
 CONFIG = """\
@@ -39,7 +40,7 @@ TEMPLATE_PATTERN = "count the lines of {path}"
 TEMPLATE_BODY = "text = read_file({path})\nlen(text.splitlines())\n"
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.option(
     "--workspace",
     type=click.Path(file_okay=False, exists=True),
@@ -59,8 +60,13 @@ def init(workspace):
     from lackjail.infer import TemplateError, TemplateStore
     from lackjail.infer.templates import SUFFIX as TEMPLATE_SUFFIX
     from lackjail.kit import KitError, write_kit
+    from lackjail.workspace import Root
 
-    root = os.path.abspath(workspace or os.getcwd())
+    try:
+        opened = Root(workspace)  # opened once: every file below is made beneath it
+    except KitError as exc:
+        raise click.UsageError(str(exc)) from None
+    root = opened.path
     folder = os.path.join(root, ".lackjail")
     config = os.path.join(folder, "config.toml")
     kit = os.path.join(folder, "kits", "project.kit")
@@ -79,9 +85,9 @@ def init(workspace):
             "(edit it, or remove it and run init again)"
         )
     try:
-        _write_config(os.path.realpath(root), CONFIG)
-        write_kit(root, "project", KIT)
-        store = TemplateStore.at(root)
+        _write_config(opened, CONFIG)
+        write_kit(opened, "project", KIT)
+        store = TemplateStore.at(opened)
         saved = store.create(TEMPLATE_NAME, TEMPLATE_PATTERN, TEMPLATE_BODY)
     except (OSError, TemplateError, KitError) as exc:
         raise click.UsageError(f"cannot set up {terminal_safe(folder)}: {exc}") from None
@@ -90,22 +96,20 @@ def init(workspace):
     leave(0)
 
 
-def _write_config(root: str, text: str) -> None:
-    """Write `.lackjail/config.toml` beneath ROOT as its owner, never over a file or through a
-    symlink (one swapped in after init's check included); OSError."""
-    from lackjail.workspace.beneath import Tree
-    from lackjail.workspace.files import write_whole
-    from lackjail.workspace.owner import Owner
+def _write_config(root, text: str) -> None:
+    """Write `.lackjail/config.toml` beneath the opened workspace ROOT as its owner, never over
+    a file or through a symlink (one swapped in after init's check included); OSError."""
+    from lackjail.workspace.hostfs import write_whole
 
-    with Owner.of(root).acting():
-        tree = Tree.below(root, ".lackjail", create=True)
+    with root.owner.acting():
+        tree = root.tree.below(".lackjail", create=True)
         try:
             write_whole(tree, "config.toml", text.encode("utf-8"), replace=False)
         finally:
             tree.close()
 
 
-@click.command("mcp-config", epilog=EXIT_HELP)
+@click.command("mcp-config", cls=Command, epilog=EXIT_HELP)
 @click.option("--kit", default="readonly", show_default=True, help="The kit the server serves.")
 @click.option(
     "--policy", default="default", show_default=True, help="The policy the server runs under."
@@ -117,37 +121,62 @@ def _write_config(root: str, text: str) -> None:
 )
 @click.option("--name", default="lackjail", show_default=True, help="The server's name.")
 @click.option(
+    "--client",
+    type=click.Choice(["claude-desktop", "claude-code", "cursor"]),
+    default="claude-desktop",
+    show_default=True,
+    help="The MCP client the config is for.",
+)
+@click.option(
     "--http",
     "http",
     metavar="[HOST:]PORT",
-    help="Print the block for a server started with `lackjail serve --http` at this address: "
-    "its URL and the Authorization header with the server's bearer token (made if missing).",
+    help="Name a server started with `lackjail serve --http` at this address instead: its URL "
+    "and the Authorization header with the server's bearer token (made if missing).",
 )
-def mcp_config(kit, policy, workspace, name, http):
-    """Print the MCP client config block that starts `lackjail serve` for this checkout.
+def mcp_config(kit, policy, workspace, name, client, http):
+    """Print the config that makes an MCP client start `lackjail serve` for this checkout.
 
-    Paste it into the client's config (Claude Desktop's claude_desktop_config.json,
-    a project's .mcp.json, ...). It runs this very interpreter, so the block works
-    from a virtualenv without activating it. With --http it names a running
-    server instead, with the header every request needs: that block holds a
-    secret, keep it out of repositories.
+    claude-desktop: a block for claude_desktop_config.json (Settings > Developer >
+    Edit Config). cursor: a block for .cursor/mcp.json in a project (or
+    ~/.cursor/mcp.json for every project). claude-code: the `claude mcp add` command
+    line to run (add `--scope project` to share it through the project's .mcp.json).
+    The server runs this very interpreter, so it works from a virtualenv without
+    activating it. With --http the config names a running server instead, with
+    the header every request needs: it holds a secret, keep it out of
+    repositories.
 
     \b
     Examples:
       lackjail mcp-config
-      lackjail mcp-config --kit files --workspace ~/project > .mcp.json
+      lackjail mcp-config --client cursor --kit files --workspace ~/project > .cursor/mcp.json
+      lackjail mcp-config --client claude-code --kit files    # then run the line it prints
       lackjail mcp-config --http 8765     # for: lackjail serve --http 8765
     """
-    root = os.path.abspath(workspace or os.getcwd())
     if http:
-        from lackjail.cli.serve import http_address, server_token, url
-
-        address = http_address(http, allow_remote=True)
-        headers = {"Authorization": f"Bearer {server_token()}"}
-        server = {"type": "http", "url": url(*address), "headers": headers}
-        click.echo(json.dumps({"mcpServers": {name: server}}, indent=2))
-        leave(0)
+        _http_config(name, client, http)
+    root = os.path.abspath(workspace or os.getcwd())
     args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
-    block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
-    click.echo(json.dumps(block, indent=2))
+    if client == "claude-code":
+        line = ["claude", "mcp", "add", "--transport", "stdio", name, "--", sys.executable, *args]
+        click.echo(shlex.join(line))
+    else:  # Claude Desktop and Cursor read the same mcpServers block
+        block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
+        click.echo(json.dumps(block, indent=2))
+    leave(0)
+
+
+def _http_config(name: str, client: str, http: str) -> None:
+    """Print the config for the server at HTTP (its URL and bearer-token header), then exit."""
+    from lackjail.cli.serve import http_address, server_token, url
+
+    where = url(*http_address(http, allow_remote=True))
+    header = f"Authorization: Bearer {server_token()}"
+    if client == "claude-code":
+        line = ["claude", "mcp", "add", "--transport", "http", name, where, "--header", header]
+        click.echo(shlex.join(line))
+    else:
+        key, _, value = header.partition(": ")
+        server = {"type": "http", "url": where, "headers": {key: value}}
+        click.echo(json.dumps({"mcpServers": {name: server}}, indent=2))
     leave(0)

@@ -12,6 +12,7 @@ import click
 from lackjail.api import Result
 from lackjail.cli.common import (
     EXIT_HELP,
+    Command,
     emit_json,
     exit_code,
     leave,
@@ -23,7 +24,7 @@ from lackjail.cli.options import isolation_option, program_options, setup
 from lackjail.cli.output import detail, end_output, print_result, show_output
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @click.argument("file")
 @program_options(limits=True)
 @click.option(
@@ -66,13 +67,13 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         started, output, trace, finished = time.perf_counter(), [], [], None
         try:
             for event in jail.stream(source, chosen.params, dry_run=dry_run):
+                if isinstance(event, Result):  # the last: noted before it is shown
+                    finished, event = event, {"event": "result", **event.to_dict()}
                 kind = event["event"]  # noted before it is shown: Ctrl-C may come next
                 if kind == "output":
                     output.append(event["text"])
                 elif kind == "call":
                     trace.append({k: v for k, v in event.items() if k != "event"})
-                else:
-                    finished = event
                 if stream:
                     emit_json(event)
                 elif text and kind == "output":
@@ -83,7 +84,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                 end_output("".join(output))
             elif finished is not None:  # it ended just before: its result stands
                 if not stream:
-                    emit_json({k: v for k, v in finished.items() if k != "event"})
+                    emit_json(finished.to_dict())
             else:
                 stopped = result_object(
                     "interrupted",
@@ -96,7 +97,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                 )
                 emit_json({"event": "result", **stopped} if stream else stopped)
             raise
-    result = Result(**{k: v for k, v in finished.items() if k != "event"})
+    result = finished
     if shared.as_json and not stream:
         emit_json(result.to_dict())
     elif text:

@@ -3,10 +3,12 @@ HTTP on a loopback address (or, forced, another one), where every request needs 
 token of `lackjail.mcptoken`."""
 
 import ipaddress
+import threading
+from concurrent.futures import Future
 
 import click
 
-from lackjail.cli.common import EXIT_HELP
+from lackjail.cli.common import EXIT_HELP, Command
 from lackjail.cli.options import program_options, setup
 from lackjail.terminal import terminal_safe
 
@@ -43,7 +45,7 @@ def http_address(value: str | None, allow_remote: bool):
     return host, int(port)
 
 
-@click.command(epilog=EXIT_HELP)
+@click.command(cls=Command, epilog=EXIT_HELP)
 @program_options(kit="none", params=False, json=False, limits=True)
 @click.option(
     "--workers", type=click.IntRange(1, 64), help="Jails kept warm [the policy's pool.workers]."
@@ -65,14 +67,16 @@ def http_address(value: str | None, allow_remote: bool):
 def serve(shared, workers, http, allow_remote):
     """Serve lackjail to an MCP client over stdio (or streamable HTTP with --http).
 
-    Tools: run_program, check_program, kit_info, list_kits, docs_index,
-    resolve_doc, delegate. Resources: lackjail://spec, lackjail://spec.json,
-    lackjail://kit, lackjail://kits/{name}. Tool calls that need approval are
-    denied: there is nobody to ask. A line that is not JSON-RPC gets a JSON-RPC
-    error. Logs one line to stderr when it starts; over stdio it stops when the
-    client closes stdin. Over HTTP every request must carry `Authorization:
-    Bearer <token>` (the token is made on first use, in a 0600 file the log
-    line names) and a Host (and Origin, if any) naming the bound address.
+    Tools: run_program (with a `session` name to keep state between calls),
+    close_session, check_program, kit_info, list_kits, docs_index, resolve_doc,
+    delegate. Resources: lackjail://spec, lackjail://spec.json, lackjail://kit,
+    lackjail://kits/{name}. Tool calls that need approval are denied: there is
+    nobody to ask. A line that is not JSON-RPC gets a JSON-RPC error. The jail
+    opens while the server starts; logs one line to stderr once it is open (or
+    why it could not open); over stdio it stops when the client closes stdin.
+    Over HTTP every request must carry `Authorization: Bearer <token>` (the
+    token is made on first use, in a 0600 file the log line names) and a Host
+    (and Origin, if any) naming the bound address.
 
     \b
     Examples:
@@ -83,35 +87,62 @@ def serve(shared, workers, http, allow_remote):
     """
     address = http_address(http, allow_remote)
     token = server_token() if address else None
+    chosen = setup(shared)
+    where = url(*address) if address else "stdio"
+    if address:
+        from lackjail.mcptoken import token_path
+
+        where += f" (requests need the bearer token in {token_path()})"
+    opening = _open_in_background(chosen, workers, where)  # while the SDK imports
     try:
-        from lackjail.mcp import build_server, serve_http, serve_stdio
+        from lackjail.mcp import Served, build_server, serve_http, serve_stdio
     except ImportError as exc:
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
+    served = Served(
+        opening,
+        policy=chosen.policy,
+        kit=chosen.kit,
+        workspace=chosen.workspace,
+        checker=chosen.checker,
+    )
+    try:
+        server = build_server(served)
+        if address:
+            serve_http(server, *address, token)
+        else:
+            serve_stdio(server)
+    except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
+        pass
+    finally:
+        served.close()
+
+
+def _open_in_background(chosen, workers, where: str) -> Future:
+    """The Jail, opening on a thread of its own so that the server answers `initialize` without
+    waiting for the pool; logs one line when it is open, or why it could not open."""
     from lackjail import __version__
     from lackjail.cli.jail import open_jail
 
-    chosen = setup(shared)
-    with open_jail(chosen, workers=workers) as jail:
-        where = url(*address) if address else "stdio"
-        started = (
-            f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
-            f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
-        )
-        if address:
-            from lackjail.mcptoken import token_path
+    opening: Future = Future()
 
-            started += f"; requests need the bearer token in {token_path()}"
-        click.echo(terminal_safe(started), err=True)
-        server = build_server(jail)
+    def work():
         try:
-            if address:
-                serve_http(server, *address, token)
-            else:
-                serve_stdio(server)
-        except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
-            pass
+            jail = open_jail(chosen, workers=workers)
+        except Exception as exc:  # every tool that runs a program says so too
+            opening.set_exception(exc)
+            line = f"lackjail {__version__}: the jail could not start: {exc}"
+        else:
+            opening.set_result(jail)
+            line = (
+                f"lackjail {__version__} serving MCP on {where}: kit {jail.kit.name}, policy "
+                f"{jail.policy.name}, workspace {jail.workspace}, isolation {jail.isolation}"
+            )
+        click.echo(terminal_safe(line), err=True)
+
+    threading.Thread(target=work, name="lackjail-open", daemon=True).start()
+    return opening
 
 
 def url(host: str, port: int) -> str:

@@ -21,14 +21,15 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from lackjail.errors import InputError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import reopen_regular
+from lackjail.workspace.hostfs import reopen_regular
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"
 
 
-class DiscoveryError(ValueError):
+class DiscoveryError(InputError, ValueError):
     """A path or glob that cannot be used; the message names it and the fix."""
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from lackjail.errors import InputError
 from lackjail.gate.discover import STDIN, Found, open_program
 from lackjail.gate.report import GateReport, ProgramReport
 
@@ -114,7 +115,7 @@ class Gate:
         )
 
 
-class ReadError(Exception):
+class ReadError(InputError):
     """A program file that cannot be judged; `rule` says why (read, or the size limit)."""
 
     def __init__(self, message: str, rule: str = "read"):

@@ -15,8 +15,16 @@ from lackjail.infer.config import check_credential_endpoint
 from lackjail.infer.errors import ProviderError, short
 
 
+def unavailable(config) -> str | None:
+    """Why this tier cannot answer, seen before the client's ~1 s import: no key."""
+    return None if os.environ.get("ANTHROPIC_API_KEY") else "ANTHROPIC_API_KEY is not set"
+
+
 def complete(config, system: str, messages: list) -> str:
     """The model's reply text to MESSAGES (user/assistant turns) under SYSTEM."""
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ProviderError("ANTHROPIC_API_KEY is not set", unavailable=True)
     try:
         import anthropic
     except ImportError:
@@ -24,9 +32,6 @@ def complete(config, system: str, messages: list) -> str:
             "the 'anthropic' package is not installed (pip install 'lackjail[llm]')",
             unavailable=True,
         ) from None
-    key = os.environ.get("ANTHROPIC_API_KEY")
-    if not key:
-        raise ProviderError("ANTHROPIC_API_KEY is not set", unavailable=True)
     client = anthropic.Anthropic(
         api_key=key,
         base_url=config.base_url,

@@ -4,10 +4,11 @@ Read from the user's own `~/.config/lackjail/config.toml` (trusted) and the
 workspace's `.lackjail/config.toml` (`[inference]` and
 `[inference.providers.NAME]`), the workspace's keys winning. A workspace is
 hostile: it may choose tiers, models and timeouts, never where a credential
-is sent. Its endpoints (`host`, `base_url`) are ignored with a note unless the
-user lists the workspace under `[trust] workspaces` in their own config (or a
-caller passes trusted=True); endpoints otherwise come from the user's config
-or the environment (`ANTHROPIC_BASE_URL`, `OLLAMA_HOST`). Every key is
+is sent nor which one. Its endpoints (`host`, `base_url`) and credential
+choices (`api_key_env`) are ignored with a note unless the user lists the
+workspace under `[trust] workspaces` in their own config (or a caller passes
+trusted=True); they otherwise come from the user's config or the environment
+(`ANTHROPIC_BASE_URL`, `OLLAMA_HOST`, `OPENAI_BASE_URL`). Every key is
 checked: a typo or a bad value is a ConfigError that names the key and the
 fix, so a misspelt timeout never silently becomes "wait forever".
 """
@@ -17,21 +18,29 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lackjail.errors import ToolCallError, unknown_key
+from lackjail.errors import InputError, ToolCallError, unknown_key
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
-from lackjail.workspace.paths import workspace_root
+from lackjail.workspace.hostfs import explain, read_file
 
 CONFIG_PATH = Path(".lackjail") / "config.toml"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_CONFIG_BYTES = 1 << 20
-ENDPOINT_KEYS = {"host": "OLLAMA_HOST", "base_url": "ANTHROPIC_BASE_URL"}
+# What only the user may set: where a credential goes, and which one (a workspace that named
+# AWS_SECRET_ACCESS_KEY as an openai key would have it sent); the environment's say for each.
+CREDENTIAL_KEYS = {
+    "host": "OLLAMA_HOST",
+    "base_url": "ANTHROPIC_BASE_URL or OPENAI_BASE_URL",
+    "api_key_env": "the default, OPENAI_API_KEY",
+}
 BUILTIN_TIERS = ("templates", "rules")
-PROVIDER_KINDS = ("ollama", "anthropic")
+PROVIDER_KINDS = ("ollama", "anthropic", "openai")
 DEFAULT_ORDER = ("templates", "rules", "ollama", "anthropic")
 
 # Per kind: key -> (check, example); the defaults live on ProviderConfig.
@@ -54,16 +63,29 @@ PROVIDER_KEYS = {
         "base_url": (str, '"https://api.anthropic.com"'),
         "max_retries": ("count0", "1"),
     },
+    "openai": {  # any server with OpenAI's chat completions API: vLLM, LM Studio, llama.cpp
+        **_COMMON,
+        "base_url": (str, '"http://127.0.0.1:8000/v1"'),
+        "api_key_env": ("env", '"OPENAI_API_KEY"'),
+        "temperature": ("number", "0.2"),
+        "max_retries": ("count0", "1"),
+    },
 }
-DEFAULT_MODELS = {"ollama": "qwen2.5-coder:7b", "anthropic": "claude-haiku-4-5"}
+DEFAULT_MODELS = {
+    "ollama": "qwen2.5-coder:7b",
+    "anthropic": "claude-haiku-4-5",
+    "openai": "gpt-4o-mini",
+}
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 INFERENCE_KEYS = {
     "order": 'a list of tier names, e.g. ["templates", "rules", "ollama", "anthropic"]',
     "feedback_rounds": "how often a model sees the validator's errors before the next tier, e.g. 1",
+    "provider_timeout": "seconds a model tier may take to answer, for every provider, e.g. 30",
     "providers": "a table of [inference.providers.NAME] tables",
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """An inference setting that cannot be used; the message names the key and the fix."""
 
 
@@ -82,10 +104,12 @@ class ProviderConfig:
     keep_alive: str | float | None = None
     base_url: str | None = None
     max_retries: int = 1
+    api_key_env: str = DEFAULT_KEY_ENV  # openai: the environment variable holding the key
 
 
 def _default_providers() -> dict:
-    return {kind: ProviderConfig(kind, kind, DEFAULT_MODELS[kind]) for kind in PROVIDER_KINDS}
+    tiers = [t for t in DEFAULT_ORDER if t not in BUILTIN_TIERS]
+    return {kind: ProviderConfig(kind, kind, DEFAULT_MODELS[kind]) for kind in tiers}
 
 
 @dataclass(frozen=True)
@@ -102,6 +126,18 @@ class InferenceConfig:
         """Build from the `[inference]` table (a plain dict); raise ConfigError on any bad key."""
         return _parse(data, source)
 
+    def with_provider_timeout(self, seconds: float) -> InferenceConfig:
+        """This config with every model tier's timeout set to SECONDS (`--provider-timeout`)."""
+        if not _fits("positive", seconds):
+            raise ConfigError(f"a provider timeout is a number of seconds > 0, not {seconds!r}")
+        providers = {
+            name: replace(
+                p, timeout=float(seconds), connect_timeout=min(p.connect_timeout, seconds)
+            )
+            for name, p in self.providers.items()
+        }
+        return replace(self, providers=providers)
+
 
 def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
     """The `[inference]` settings for workspace ROOT (default: the current folder): the user's
@@ -114,7 +150,7 @@ def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
         trusted = _is_trusted(user.get("trust", {}), root, user_path)
     user_inf = _table(user, "inference", user_path)
     ws_inf = _table(workspace, "inference", ws_path)
-    notes = [] if trusted else _drop_endpoints(ws_inf, ws_path, user_path)
+    notes = [] if trusted else _drop_credential_choices(ws_inf, ws_path, user_path)
     merged = {**user_inf, **{k: v for k, v in ws_inf.items() if k != "providers"}}
     providers = {name: dict(table) for name, table in user_inf.get("providers", {}).items()}
     for name, table in ws_inf.get("providers", {}).items():
@@ -127,21 +163,21 @@ def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
 
 def _read_user(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_file(path, MAX_CONFIG_BYTES, own_links=True).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {explain(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
 def _read_workspace(root) -> str | None:
     """The workspace's config text, read as a tool would (confined, as the owner)."""
     try:
-        folder = workspace_root(root)
-    except ValueError:
+        data = read_beneath(root, str(CONFIG_PATH), MAX_CONFIG_BYTES)
+    except ValueError:  # KitError: no workspace folder there
         return None
-    try:
-        data = read_beneath(folder, str(CONFIG_PATH), MAX_CONFIG_BYTES)
     except ToolCallError as exc:
         if "no such file" in str(exc):
             return None
@@ -182,8 +218,8 @@ def _is_trusted(trust, root, user_path: Path) -> bool:
     return any(os.path.realpath(os.path.expanduser(p)) == here for p in listed)
 
 
-def _drop_endpoints(inference: dict, ws_path: Path, user_path: Path) -> list[str]:
-    """Remove every endpoint the workspace sets; a note for each."""
+def _drop_credential_choices(inference: dict, ws_path: Path, user_path: Path) -> list[str]:
+    """Remove every endpoint and credential choice the workspace sets; a note for each."""
     notes = []
     tables = inference.get("providers", {})
     if not isinstance(tables, dict):
@@ -191,13 +227,13 @@ def _drop_endpoints(inference: dict, ws_path: Path, user_path: Path) -> list[str
     for name, table in tables.items():
         if not isinstance(table, dict):
             continue
-        for key, env in ENDPOINT_KEYS.items():
+        for key, env in CREDENTIAL_KEYS.items():
             if key in table:
                 del table[key]
                 notes.append(
                     f"{ws_path}: ignored 'inference.providers.{name}.{key}': a workspace may not "
-                    f"choose where a credential is sent; set it in {user_path} or {env}, or list "
-                    "the workspace under [trust] workspaces there"
+                    f"choose where a credential is sent, nor which; set it in {user_path} (else "
+                    f"{env} holds), or list the workspace under [trust] workspaces there"
                 )
     return notes
 
@@ -242,13 +278,18 @@ def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
         if tier not in BUILTIN_TIERS + PROVIDER_KINDS and tier not in tables:
             raise ConfigError(
                 f"{source}: unknown tier '{tier}' in 'inference.order'; use templates, rules, "
-                "ollama, anthropic, or define "
-                f'[inference.providers.{tier}] with kind = "ollama" or "anthropic"'
+                "ollama, anthropic, openai, or define "
+                f'[inference.providers.{tier}] with kind = "ollama", "anthropic" or "openai"'
             )
     rounds = data.get("feedback_rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 0 <= rounds <= 5:
         raise ConfigError(
             f"{source}: 'inference.feedback_rounds' must be an integer from 0 to 5, e.g. 1"
+        )
+    timeout = data.get("provider_timeout")
+    if timeout is not None and not _fits("positive", timeout):
+        raise ConfigError(
+            f"{source}: 'inference.provider_timeout' must be a number of seconds > 0, e.g. 30"
         )
     for name in tables:
         if name in BUILTIN_TIERS:
@@ -259,18 +300,19 @@ def _parse(data: dict, source: str, notes: tuple = ()) -> InferenceConfig:
     providers = {}
     for tier in order:
         if tier not in BUILTIN_TIERS:
-            providers[tier] = _provider(tier, tables.get(tier, {}), source)
+            providers[tier] = _provider(tier, tables.get(tier, {}), source, timeout)
     return InferenceConfig(
         order=tuple(order), feedback_rounds=rounds, providers=providers, notes=notes
     )
 
 
-def _provider(name: str, table: dict, source: str) -> ProviderConfig:
+def _provider(name: str, table: dict, source: str, timeout=None) -> ProviderConfig:
+    """One provider's table checked; TIMEOUT (`provider_timeout`) unless it sets its own."""
     where = f"inference.providers.{name}"
     kind = table.get("kind", name)
     if kind not in PROVIDER_KINDS:
         raise ConfigError(
-            f'{source}: \'{where}.kind\' must be "ollama" or "anthropic", not {kind!r}'
+            f'{source}: \'{where}.kind\' must be "ollama", "anthropic" or "openai", not {kind!r}'
         )
     allowed = PROVIDER_KEYS[kind]
     problem = unknown_key(table, allowed, f"{where}.", among=f" for an {kind} provider")
@@ -286,6 +328,8 @@ def _provider(name: str, table: dict, source: str) -> ProviderConfig:
         values[key] = float(value) if check in ("number", "positive") else value
     values.pop("kind", None)
     values.setdefault("model", DEFAULT_MODELS[kind])
+    if timeout is not None:
+        values.setdefault("timeout", float(timeout))
     return ProviderConfig(name=name, kind=kind, **values)
 
 
@@ -299,6 +343,8 @@ def _fits(check, value) -> bool:
         return ok and (check == "number" or value > 0)
     if check in ("count", "count0"):
         return isinstance(value, int) and value >= (1 if check == "count" else 0)
+    if check == "env":
+        return isinstance(value, str) and bool(ENV_NAME.fullmatch(value))
     return isinstance(value, (str, int, float))  # keep_alive: "5m" or seconds
 
 
@@ -309,5 +355,6 @@ def _describe(check) -> str:
         "positive": "a number of seconds > 0",
         "count": "an integer >= 1",
         "count0": "an integer >= 0",
+        "env": "the name of an environment variable",
         "keep_alive": 'a duration such as "5m" or seconds',
     }[check]

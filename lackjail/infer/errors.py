@@ -1,7 +1,9 @@
 """Why a model tier produced no reply: the pipeline notes it and moves on to the next tier."""
 
+from lackjail.errors import HostError
 
-class ProviderError(Exception):
+
+class ProviderError(HostError):
     """A model tier that failed (server error, timeout) or cannot run here (`unavailable`)."""
 
     def __init__(self, reason: str, unavailable: bool = False):

@@ -2,14 +2,17 @@
 
 The host comes from the provider config, else `OLLAMA_HOST`, else the
 client's default. The client sends `OLLAMA_API_KEY` (when set) to that host,
-so the key goes only over https, or plain http to this machine. A short
-connect timeout makes a missing server a quick, noted skip; any failure
+so the key goes only over https, or plain http to this machine. A missing
+server is a quick, noted skip: on this machine a refused connection is seen
+before the client is imported; elsewhere a short connect timeout. Any failure
 becomes a ProviderError, never an exception upward.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+from urllib.parse import urlsplit
 
 from lackjail.infer.config import check_credential_endpoint
 from lackjail.infer.errors import ProviderError, short
@@ -19,6 +22,11 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 
 def complete(config, system: str, messages: list) -> str:
     """The model's reply text to MESSAGES (user/assistant turns) under SYSTEM."""
+    host = _host(config)
+    if os.environ.get("OLLAMA_API_KEY"):
+        refused = check_credential_endpoint(endpoint(host), "OLLAMA_API_KEY")
+        if refused:
+            raise ProviderError(refused, unavailable=True)
     try:
         import httpx
         import ollama
@@ -26,11 +34,6 @@ def complete(config, system: str, messages: list) -> str:
         raise ProviderError(
             "the 'ollama' package is not installed (pip install 'lackjail[llm]')", unavailable=True
         ) from None
-    host = config.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
-    if os.environ.get("OLLAMA_API_KEY"):
-        refused = check_credential_endpoint(endpoint(host), "OLLAMA_API_KEY")
-        if refused:
-            raise ProviderError(refused, unavailable=True)
     options = {"temperature": config.temperature, "num_predict": config.max_tokens}
     client = ollama.Client(
         host=host, timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout)
@@ -70,3 +73,30 @@ def endpoint(host: str) -> str:
     url = host if "://" in host else f"http://{host}"
     scheme, _, rest = url.partition("://")
     return f"{scheme}://127.0.0.1{rest}" if rest.startswith(":") or not rest else url
+
+
+def _host(config) -> str:
+    return config.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def unavailable(config) -> str | None:
+    """Why this tier cannot answer, seen without importing the client: nothing listens at a
+    host on this machine (a remote host may be behind a proxy the client knows: only the client
+    can tell)."""
+    host = _host(config)
+    if not _listening(host, config.connect_timeout):
+        return f"no Ollama server answers at {host}"
+    return None
+
+
+def _listening(host: str, timeout: float) -> bool:
+    parts = urlsplit(host if "://" in host else f"http://{host}")
+    name = parts.hostname or "127.0.0.1"
+    if name not in ("127.0.0.1", "::1", "localhost", "0.0.0.0"):
+        return True
+    try:
+        port = parts.port or 11434
+        socket.create_connection((name, port), timeout=timeout).close()
+    except (OSError, ValueError):
+        return False
+    return True

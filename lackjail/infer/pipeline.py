@@ -9,20 +9,22 @@ next tier is tried; nothing a model or an intent says can raise out of here.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
-from lackjail.infer import anthropic, ollama, prompt, ruletier
+from lackjail.errors import InputError
+from lackjail.infer import anthropic, ollama, openai_compat, prompt, ruletier
 from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
 from lackjail.infer.sanitize import sanitize
 from lackjail.infer.templates import TemplateError, TemplateStore
 
 MAX_INTENT_CHARS = 8192
-PROVIDERS = {"ollama": ollama.complete, "anthropic": anthropic.complete}
+PROVIDERS = {"ollama": ollama, "anthropic": anthropic, "openai": openai_compat}  # kind -> module
 
 
-class IntentError(ValueError):
+class IntentError(InputError, ValueError):
     """An intent that cannot be used (empty, too long, not text)."""
 
 
@@ -92,7 +94,15 @@ def check_intent(intent) -> str:
 
 
 def generate(
-    intent: str, kit=None, params=(), *, config=None, root=None, check=None, language="lackpy"
+    intent: str,
+    kit=None,
+    params=(),
+    *,
+    config=None,
+    root=None,
+    check=None,
+    language="lackpy",
+    on_ask=None,
 ) -> Generation:
     """A validated program for INTENT using KIT's tools and the PARAMS names.
 
@@ -101,10 +111,11 @@ def generate(
     `.lackjail/templates` holds the templates). CHECK(program) -> ValidationResult
     overrides the default validation against the kit and params (a Jail passes its own).
     LANGUAGE: the level programs are written for (the model prompt describes it).
+    ON_ASK(tier, provider) is called before each request to a model (to say what is awaited).
     Raises IntentError for an unusable intent and ConfigError for a bad config.
     """
     intent = check_intent(intent)
-    root = os.fspath(root) if root is not None else os.getcwd()
+    root = root if root is not None else os.getcwd()  # a workspace Root is kept as it is
     if config is None:
         config = load_config(root)
     elif isinstance(config, dict):
@@ -117,7 +128,7 @@ def generate(
         def check(program):
             return lang.validate(program, tools=names, params=params, language=language)
 
-    run = _Run(intent, kit, params, config, root, check, language)
+    run = _Run(intent, kit, params, config, root, check, language, on_ask)
     run.gen.notes.extend(
         {"tier": "config", "reason": n, "unavailable": False} for n in config.notes
     )
@@ -140,8 +151,9 @@ def generate(
 class _Run:
     """One generation's state: the tiers append attempts and notes to one Generation."""
 
-    def __init__(self, intent, kit, params, config, root, check, language):
+    def __init__(self, intent, kit, params, config, root, check, language, on_ask=None):
         self.gen = Generation(intent)
+        self.on_ask = on_ask
         self.kit, self.params, self.language = kit, params, language
         self.config, self.root, self.check = config, root, check
 
@@ -206,15 +218,17 @@ class _Run:
         return self._note("rules", f"rule {name}'s program does not validate")
 
     def model(self, tier: str, provider) -> bool:
-        from lackjail import lang
-        from lackjail.lang.describe import render
-
-        system = prompt.system_prompt(render(lang.spec(self.language)), self.kit, self.params)
+        system = prompt.system_prompt(self.language, self.kit, self.params)
         messages = [{"role": "user", "content": prompt.request(self.gen.intent)}]
+        why = PROVIDERS[provider.kind].unavailable(provider)
+        if why:  # seen at once: no key, no server here; nothing imported, nobody waits
+            return self._note(tier, why, unavailable=True)
         for _ in range(1 + self.config.feedback_rounds):
             started = time.perf_counter()
+            if self.on_ask is not None:
+                self.on_ask(tier, provider)
             try:
-                reply = PROVIDERS[provider.kind](provider, system, messages)
+                reply = _within(provider, system, messages)
             except ProviderError as exc:
                 return self._note(tier, exc.reason, exc.unavailable)
             program = sanitize(reply)
@@ -228,8 +242,33 @@ class _Run:
         return self._note(tier, f"no valid program after {1 + self.config.feedback_rounds} replies")
 
 
+def _within(provider, system: str, messages: list) -> str:
+    """PROVIDER's reply, or a ProviderError once its timeout has passed: the clients' own
+    timeouts bound each read and each retry, not the whole call. A call given up on is left to
+    end on its own (its client times out too) in a daemon thread."""
+    outcome: list = []
+
+    def call():
+        try:
+            outcome.append(PROVIDERS[provider.kind].complete(provider, system, messages))
+        except BaseException as exc:  # handed to the caller: nothing is lost in the thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call, name=f"lackjail-{provider.name}", daemon=True)
+    thread.start()
+    thread.join(provider.timeout)
+    if not outcome:
+        raise ProviderError(
+            f"{provider.name} ({provider.model}) did not answer within {provider.timeout:g}s "
+            "(inference.provider_timeout or --provider-timeout sets how long)"
+        )
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def delegate(
-    jail, intent: str, params=None, *, run: bool = True, config=None, root=None
+    jail, intent: str, params=None, *, run: bool = True, config=None, root=None, on_ask=None
 ) -> DelegateResult:
     """Generate a program for INTENT with JAIL's kit and limits, and (RUN) run it in JAIL.
 
@@ -244,6 +283,7 @@ def delegate(
         root=root,
         check=lambda program: jail.check(program, params),
         language=jail.checker.language,
+        on_ask=on_ask,
     )
     outcome = DelegateResult(generation)
     if generation.ok and run:

@@ -3,27 +3,46 @@ errors.
 
 Built from the language spec and the kit's own description, so a prompt can
 never promise a construct the validator rejects or a tool the kit lacks.
+`prompt()` is the public part (`lackjail.prompt`): what any agent framework
+puts in its system prompt; `system_prompt()` adds what delegate's one-shot
+replies need.
 """
 
 from __future__ import annotations
 
-INTRO = """You write programs in lackpy, a small subset of Python that runs in a sandbox.
-Reply with the program only: no explanation, no Markdown, no code fences.
-
-How a lackpy program works:
-- Its only way to touch files or the world is to call the tools listed below; there are no imports.
+HOW = """How a program works:
+- Its only way to touch files or the world is to call the tools listed below.
 - Only the constructs and builtins of the language spec below are allowed; anything else \
-is rejected.
+is rejected, with the line, the column and what to write instead.
 - The value of the last expression statement is the program's result: \
 end with the expression that answers the request.
 - print() output is captured and shown to the caller."""
 
+REPLY = """You write programs in a subset of Python that runs in a sandbox, at the language level \
+{level!r} (its spec is below).
+Reply with the program only: no explanation, no Markdown, no code fences."""
 
-def system_prompt(spec_text: str, kit=None, params=()) -> str:
-    """The system message: INTRO, the language spec (as text), the kit's tools and the parameter
-    names.
+
+def prompt(
+    kit=None, language: str | None = None, *, params=(), policy="default", workspace=None
+) -> str:
+    """The text a model needs to write programs for a jail: how a program works, the LANGUAGE
+    level's spec (the POLICY's level when None), KIT's tools with their signatures, and the
+    names of PARAMS.
+
+    KIT is a resolved kit (`jail.kit`), a kit name or tool list (resolved beneath WORKSPACE),
+    or None for no tools. Raises ValueError for an unknown level, KitError for a bad kit.
     """
-    parts = [INTRO, "Language spec:\n" + spec_text.strip()]
+    from lackjail import lang
+    from lackjail.policy import load_policy
+
+    level = lang.check_language(language or load_policy(policy).language)
+    if isinstance(kit, str):
+        from lackjail.kit import resolve_kit
+
+        kit = resolve_kit(kit, workspace=workspace)
+    spec_text = lang.render(lang.spec(level)).strip()
+    parts = [HOW, "Language spec:\n" + spec_text]
     if kit is not None and kit.names:
         parts.append("Tools (call them like functions):\n" + kit.describe().strip())
     else:
@@ -34,6 +53,11 @@ def system_prompt(spec_text: str, kit=None, params=()) -> str:
             "read them, do not assign them): " + ", ".join(params)
         )
     return "\n\n".join(parts) + "\n"
+
+
+def system_prompt(language: str, kit=None, params=()) -> str:
+    """The system message of delegate's model tiers: reply with a bare program, then prompt()."""
+    return REPLY.format(level=language) + "\n\n" + prompt(kit, language, params=params)
 
 
 def request(intent: str) -> str:

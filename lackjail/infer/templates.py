@@ -12,31 +12,34 @@ change a literal's value and nothing else (lackpy 0.15.1 spliced it as code).
 from __future__ import annotations
 
 import ast
+import errno
 import fcntl
 import json
 import os
 import re
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lackjail.errors import ToolCallError
+from lackjail.errors import InputError, KitError, ToolCallError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import FileTooLarge, read_regular, write_whole
-from lackjail.workspace.owner import Owner
+from lackjail.workspace.files import FileTooLarge, read_regular
+from lackjail.workspace.hostfs import workspace_root_of, write_whole
 
 TEMPLATES_DIR = Path(".lackjail") / "templates"
 SUFFIX = ".tmpl"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_TEMPLATE_BYTES = 256 * 1024
+LOCK_WAIT_S = 5.0  # the longest a save or a count waits for the folder's lock
 MAX_PLACEHOLDERS = 8
 MAX_NESTING = 100  # AST levels a body may have; the validator's own cap is of the same order
 FIELDS = ("name", "pattern", "success_count", "fail_count")
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 
 
-class TemplateError(ValueError):
+class TemplateError(InputError, ValueError):
     """A template that cannot be parsed, saved or filled in; the message says which and why."""
 
 
@@ -300,32 +303,30 @@ class TemplateStore:
     workspace's owner.
     """
 
-    def __init__(self, directory, root=None):
-        self.directory = Path(directory)
-        self.root = None if root is None else os.path.realpath(root)
+    def __init__(self, root=None):
+        """The store of ROOT (a workspace `Root`, used as is, or its folder; default: the
+        current folder)."""
+        self.root = root if root is not None else os.getcwd()
+        self.directory = Path(self.root) / TEMPLATES_DIR  # for messages
 
     @classmethod
     def at(cls, root=None) -> TemplateStore:
-        return cls(Path(root or ".") / TEMPLATES_DIR, root or ".")
+        return cls(root)
 
     @contextmanager
     def _folder(self, create: bool = False):
-        """The folder's Tree for one operation, run as the workspace's owner (the folder's own
-        when the store has no workspace)."""
-        if self.root is None:
-            if create:
-                self.directory.mkdir(parents=True, exist_ok=True)
-            tree = Tree(str(self.directory))
-            owner = Owner(tree.fd)
-        else:
-            owner = Owner.of(self.root)
-            with owner.acting():  # missing folders are made as the owner too
-                tree = Tree.below(self.root, TEMPLATES_DIR.as_posix(), create=create)
-        try:
-            with owner.acting():
-                yield tree
-        finally:
-            tree.close()
+        """The folder's Tree for one operation, reached beneath the workspace's descriptor (a
+        folder is opened once for the operation, a `Root` never again), as the workspace's
+        owner: missing folders are made as the owner too."""
+        with ExitStack() as stack:
+            try:
+                root = stack.enter_context(workspace_root_of(self.root))
+            except KitError as exc:
+                raise FileNotFoundError(errno.ENOENT, str(exc)) from None
+            stack.enter_context(root.owner.acting())
+            tree = root.tree.below(TEMPLATES_DIR.as_posix(), create=create)
+            stack.callback(tree.close)
+            yield tree
 
     def load(self) -> tuple[list, list]:
         """(templates, problems): a broken file is reported and skipped, never fatal."""
@@ -411,7 +412,19 @@ class TemplateStore:
         holds could be a FIFO or a device, which must never be opened)."""
         fd = tree.open("", os.O_RDONLY | os.O_DIRECTORY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:  # anyone who can read the folder can hold its lock: wait a while only
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise OSError(
+                            errno.ETIMEDOUT,
+                            f"{TEMPLATES_DIR} stayed locked by another process for "
+                            f"{LOCK_WAIT_S:g} s; try again once it lets go",
+                        ) from None
+                    time.sleep(0.05)
             yield
         finally:
             os.close(fd)

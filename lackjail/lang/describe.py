@@ -6,6 +6,7 @@ people and model prompts.
 
 from . import grammar
 from .custom_rules import SHIPPED
+from .facades import FACADES
 from .limits import ProgramLimits
 from .rulebook import RULEBOOK
 from .validator import check_language
@@ -28,6 +29,26 @@ SUMMARIES = {
         "and cannot be caught. Still not allowed: import, class, global, nonlocal, yield, "
         "await, with, del, decorators, '_'-led and frame/code/generator attributes."
     ),
+    "python": (
+        "lackpy python is the extended level plus most of the Python that programs are written "
+        "in: `import` and `from ... import` of a curated standard library (each module a facade "
+        "holding the names listed under Modules, nothing else: no submodule, nothing private), "
+        "classes (methods, class attributes, attributes assigned on objects, inheritance from "
+        "the program's classes and exception classes, `super()`, decorators such as @dataclass, "
+        "@property, @staticmethod, @classmethod, and the dunder methods listed below), "
+        "decorators on functions, `with`, `global`, `nonlocal`, `del`, `:=`, annotations, "
+        "f(**mapping), rebinding a builtin, `if __name__ == '__main__':`, '_'-led attributes "
+        "(self._x), and strings holding '__' (but not a dunder name such as '__class__'). "
+        "Still not allowed: reading or writing a '__' attribute (but super().__init__(...)), "
+        "defining other dunders (__getattr__, __getattribute__, __setattr__, __new__, __del__, "
+        "__init_subclass__, __set_name__, __class_getitem__, __get__, __reduce__ ...), "
+        "metaclasses and class keywords, getattr/setattr/vars/dir/globals/eval/exec/open, "
+        "type() with more than one argument, super() with arguments, str.format on a string "
+        "that is not a literal, yield, async/await, match, try/except*; modules that touch "
+        "files, processes, the network or code (os, sys, pathlib, subprocess, socket, "
+        "importlib, inspect, ...) -- a kit tool does that. `time.sleep` counts against the "
+        "wall-clock limit; `random` is seeded afresh in every run's process."
+    ),
 }
 
 UNDEFINED = (
@@ -46,9 +67,11 @@ POSITIONS = (
 def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = None) -> dict:
     """A fresh dict describing language LEVEL ("lackpy" or "extended"), with LIMITS
     (default caps if None). Raises ValueError for an unknown level."""
-    extended = check_language(level) == "extended"
+    extended = check_language(level) != "lackpy"
+    python = level == "python"
     words = grammar.LEVELS[level]
     nodes = grammar.ALLOWED_NODES + (grammar.EXTENDED_NODES if extended else ())
+    nodes += grammar.PYTHON_NODES if python else ()
     allowed = {node.__name__ for node in nodes}
     forbidden = {
         name: text for name, text in grammar.FORBIDDEN_CONSTRUCTS.items() if name not in allowed
@@ -66,7 +89,9 @@ def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = N
             "forbidden": list(words.forbidden_operators.values()),
         },
         "builtins": list(words.builtins),
-        "exceptions": list(grammar.EXCEPTION_NAMES) if extended else [],
+        "exceptions": list(words.exceptions),
+        "modules": {name: list(names) for name, names in FACADES.items()} if python else {},
+        "dunder_methods": sorted(grammar.DEFINABLE_DUNDERS) if python else [],
         "forbidden_names": sorted(words.forbidden_names),
         "forbidden_constructs": [
             {"construct": text, "instead": grammar.ALTERNATIVES.get(name, "")}
@@ -106,6 +131,13 @@ def render(data: dict) -> str:
     section("Builtins", [", ".join(data["builtins"])])
     if data["exceptions"]:
         section("Exception classes", [", ".join(data["exceptions"])])
+    if data.get("modules"):
+        section(
+            "Modules (import X, import X as Y, from X import name)",
+            [f"{name}: {', '.join(names)}" for name, names in data["modules"].items()],
+        )
+    if data.get("dunder_methods"):
+        section("Dunder methods a class may define", [", ".join(data["dunder_methods"])])
     section(
         "Not allowed",
         [
@@ -128,7 +160,7 @@ def render(data: dict) -> str:
         level = f" ({rule['level']})" if rule["level"] == "extended" else ""
         rules.append(f"    rejected{level}: {show(rule['rejected'])}")
         rules.append(f"    accepted{level}: {show(rule['accepted'])}")
-    section("Rules (examples assume a tool read_file and a parameter path)", rules)
+    section("Rules (examples assume a tool read_file(path: str) and a parameter path)", rules)
     section(
         "Optional rules", [f"{rule['id']}: {rule['description']}" for rule in data["custom_rules"]]
     )

@@ -6,9 +6,12 @@ both read these tables, so the language is defined in exactly one place.
 
 import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 
+from .facades import FACADES
+
 # The language levels, strictest first; `lackpy` is the default and exactly the
-# seed's grammar; `extended` adds what models write (see EXTENDED_NODES).
-LANGUAGES = ("lackpy", "extended")
+# seed's grammar; `extended` adds what models write (see EXTENDED_NODES); `python`
+# adds classes, imports of the curated standard library and the rest of PYTHON_NODES.
+LANGUAGES = ("lackpy", "extended", "python")
 DEFAULT_LANGUAGE = "lackpy"
 
 # Node types a program may contain. Lambda is further restricted to the value
@@ -64,6 +67,22 @@ EXTENDED_NODES = (
     ast.GeneratorExp,
 )
 
+# What the python level adds to the extended level's nodes. Still rejected there:
+# yield, async/await, match, try/except*, type parameters and `type` aliases.
+PYTHON_NODES = (
+    ast.ClassDef,
+    ast.Import,
+    ast.ImportFrom,
+    ast.alias,
+    ast.With,
+    ast.withitem,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Delete,
+    ast.NamedExpr,
+    ast.AnnAssign,
+)
+
 # Exception classes a program at the extended level may name (catch, raise,
 # isinstance). None of them is BaseException or outside Exception, so nothing
 # here catches the runner's stop verdicts; ToolError is the jail's own.
@@ -88,6 +107,55 @@ EXCEPTION_NAMES = (
     "ValueError",
     "ZeroDivisionError",
     "ToolError",
+)
+
+# What the python level adds to them: every other Exception class of the builtins
+# (a program's own classes and a facade's are named too: `except json.JSONDecodeError`).
+PYTHON_EXCEPTION_NAMES = (
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "ExceptionGroup",
+    "FileExistsError",
+    "FileNotFoundError",
+    "FloatingPointError",
+    "FutureWarning",
+    "IOError",
+    "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NotADirectoryError",
+    "OSError",
+    "PendingDeprecationWarning",
+    "PermissionError",
+    "ProcessLookupError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeWarning",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "TabError",
+    "TimeoutError",
+    "UnboundLocalError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "Warning",
 )
 
 # Operators the lackpy level allows, with their spelling for messages and the spec.
@@ -159,7 +227,7 @@ FORBIDDEN_CONSTRUCTS = {
 }
 
 # What to write instead, for constructs a model reaches for. At the lackpy
-# level the constructs of EXTENDED_NODES also name `--language extended`.
+# level the constructs of EXTENDED_NODES also name the level 'extended'.
 ALTERNATIVES = {
     "While": "use for over range(...) or a tool's result",
     "FunctionDef": "use a lambda as key= or inline the code",
@@ -171,8 +239,8 @@ ALTERNATIVES = {
     "Break": "loop over a slice or filter with a comprehension",
     "Continue": "invert the if around the rest of the loop body",
     "GeneratorExp": "use a list comprehension [...]",
-    "Import": "call a kit tool (`lackjail kit list`), or a builtin",
-    "ImportFrom": "call a kit tool (`lackjail kit list`), or a builtin",
+    "Import": "call a tool of the kit, or a builtin",
+    "ImportFrom": "call a tool of the kit, or a builtin",
     "ClassDef": "use dicts for records",
     "With": "call a kit tool that reads or writes",
     "Global": "return values instead of rebinding outer names",
@@ -231,6 +299,86 @@ EXTENDED_BUILTINS = (
     "next",
     "frozenset",
 )
+# What the python level adds. `type` is called with one argument only (and refuses to
+# hand out a metaclass); `super` only as `super()`: they never stand as values
+# (CALL_ONLY). getattr, setattr, vars, dir, globals, eval, open ... stay out.
+PYTHON_BUILTINS = (
+    "id",
+    "type",
+    "hash",
+    "bytes",
+    "bytearray",
+    "slice",
+    "callable",
+    "issubclass",
+    "super",
+    "object",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "format",
+    "ascii",
+    "complex",
+    "NotImplemented",
+)
+CALL_ONLY = frozenset({"type", "super"})
+
+# The dunder names a class body may define (methods, and __slots__ or `__hash__ = None`).
+# Never the hooks of attribute lookup, class creation, descriptors, pickling or
+# finalisation (__getattribute__, __getattr__, __setattr__, __init_subclass__,
+# __set_name__, __class_getitem__, __get__, __set__, __new__, __del__, __reduce__ ...).
+# Reading or writing any '__' attribute stays rejected.
+DEFINABLE_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__post_init__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__bool__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__reversed__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__missing__",
+        "__call__",
+        "__enter__",
+        "__exit__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__index__",
+        "__round__",
+        "__trunc__",
+        "__floor__",
+        "__ceil__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__invert__",
+        "__slots__",
+        *(
+            f"__{prefix}{op}__"
+            for op in (
+                "add sub mul truediv floordiv mod pow matmul divmod lshift rshift and or xor"
+            ).split()
+            for prefix in ("", "r", "i")
+            if not (prefix == "i" and op == "divmod")
+        ),
+    }
+)
+
 EXTENDED_BINARY_OPERATORS = {
     ast.Pow: "**",
     ast.LShift: "<<",
@@ -313,7 +461,7 @@ FORBIDDEN_NAMES = frozenset(
 # paths do attribute lookups in C, and these expose frames, generators,
 # coroutines, code, tracebacks or the type hierarchy.
 FORMAT_ATTRIBUTES = frozenset({"format", "format_map"})
-INTERNAL_ATTRIBUTES = frozenset({"mro"})
+INTERNAL_ATTRIBUTES = frozenset({"mro", "with_traceback"})
 INTERNAL_ATTRIBUTE_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_")
 
 
@@ -321,18 +469,28 @@ class Level:
     """One language level's builtins, operators and forbidden names, as the validator,
     the jail's namespace and the spec read them."""
 
-    __slots__ = ("name", "builtins", "binary", "unary", "forbidden_operators", "forbidden_names")
+    __slots__ = (
+        "name",
+        "builtins",
+        "exceptions",
+        "binary",
+        "unary",
+        "forbidden_operators",
+        "forbidden_names",
+    )
 
-    def __init__(self, name, builtins, binary, unary):
+    def __init__(self, name, builtins, binary, unary, exceptions=(), importable=()):
         self.name = name
         self.builtins = builtins
+        self.exceptions = exceptions
         self.binary, self.unary = binary, unary
         self.forbidden_operators = {
             op: text
             for op, text in FORBIDDEN_OPERATORS.items()
             if op not in binary and op not in unary
         }
-        self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins)
+        # a name a facade exports may be imported (`from functools import reduce`)
+        self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins) - frozenset(importable)
 
 
 LEVELS = {
@@ -342,5 +500,14 @@ LEVELS = {
         ALLOWED_BUILTINS + EXTENDED_BUILTINS,
         {**BINARY_OPERATORS, **EXTENDED_BINARY_OPERATORS},
         {**UNARY_OPERATORS, **EXTENDED_UNARY_OPERATORS},
+        EXCEPTION_NAMES,
+    ),
+    "python": Level(
+        "python",
+        ALLOWED_BUILTINS + EXTENDED_BUILTINS + PYTHON_BUILTINS,
+        {**BINARY_OPERATORS, **EXTENDED_BINARY_OPERATORS, ast.MatMult: "@"},
+        {**UNARY_OPERATORS, **EXTENDED_UNARY_OPERATORS},
+        EXCEPTION_NAMES + PYTHON_EXCEPTION_NAMES,
+        frozenset(name for names in FACADES.values() for name in names),
     ),
 }

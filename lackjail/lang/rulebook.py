@@ -1,7 +1,7 @@
 """Every rule id a program can be rejected by: what it asks, a rejected and an accepted example.
 
 Ids are stable: reports, SARIF and `lackjail spec` use them. An example is a
-program (checked by the tests, with a tool `read_file` and a parameter `path`,
+program (checked by the tests, with a tool `read_file(path: str)` and a parameter `path`,
 at LEVEL). Where no short program shows the rule (size caps, input types, a
 failing custom rule, the validator's own failure) LEVEL is "described": the
 examples say in words what is rejected and what is accepted. `param-*` examples
@@ -109,7 +109,8 @@ RULEBOOK = {
         "lackpy",
     ),
     "dunder-attribute": (
-        "no attribute name starts with '_'",
+        "no attribute name starts with '_' (python: with '__'; super().__init__ and the "
+        "other dunders a class may define are read through super())",
         "x = 'a'.__class__",
         "x = isinstance('a', str)",
         "lackpy",
@@ -129,13 +130,14 @@ RULEBOOK = {
         "lackpy",
     ),
     "attribute-store": (
-        "attributes are never assigned",
+        "attributes are never assigned (python: they are)",
         "d = {}\nd.x = 1",
         "d = {}\nd['x'] = 1",
         "lackpy",
     ),
     "dunder-string": (
-        "no str or bytes constant contains '__'",
+        "no str or bytes constant contains '__' (python: none names a dunder such as "
+        "'__class__'; '__main__' and other '__' are fine)",
         "x = '__import__'",
         "x = 'import'",
         "lackpy",
@@ -144,6 +146,14 @@ RULEBOOK = {
         "a called name is a tool, an allowed builtin or a parameter (extended: or a bound name)",
         "x = helper(1)",
         "x = abs(1)",
+        "lackpy",
+    ),
+    "tool-call": (
+        "a tool call fits the tool's signature: no more positional arguments than it takes, "
+        "only its keyword names, every required argument, literal arguments of the declared "
+        "types",
+        "x = read_file(path, 'utf-8')",
+        "x = read_file(path=path)",
         "lackpy",
     ),
     "undefined-name": (
@@ -160,7 +170,7 @@ RULEBOOK = {
         "lackpy",
     ),
     "rebind-builtin": (
-        "an allowed builtin (or, extended, exception class) is never bound",
+        "an allowed builtin (or, extended, exception class) is never bound (python: it may be)",
         "len = 3",
         "n = 3",
         "lackpy",
@@ -192,7 +202,8 @@ RULEBOOK = {
         "lackpy",
     ),
     "kwargs-argument": (
-        "a **mapping argument is passed only to dict() or a tool (it could carry key=)",
+        "a **mapping argument is passed only to dict() or a tool (it could carry key=; "
+        "python: to any callable)",
         "o = {'key': len}\nw = sorted(['b'], **o)",
         "w = sorted(['b'], key=len)",
         "lackpy",
@@ -205,14 +216,15 @@ RULEBOOK = {
         "lackpy",
     ),
     "decorator": (
-        "extended: a function has no decorators",
+        "extended: a function has no decorators (python: it may have)",
         "@cache\ndef f(x):\n    return x",
         "def f(x):\n    return x",
         "extended",
     ),
     "except-class": (
         "extended: an except clause names builtin exception classes (or ToolError); "
-        "no bare except, no BaseException",
+        "no bare except, no BaseException (python: also a program's classes and a module's, "
+        "json.JSONDecodeError)",
         "try:\n    x = 1\nexcept:\n    x = 2",
         "try:\n    x = 1\nexcept ValueError:\n    x = 2",
         "extended",
@@ -229,6 +241,44 @@ RULEBOOK = {
         "def f():\n    try:\n        return 1\n    finally:\n        return 2",
         "def f():\n    try:\n        return 1\n    finally:\n        print('done')",
         "extended",
+    ),
+    "tool-attribute": (
+        "a tool is called, never an attribute of it read (a pack's members are tools: fs.read)",
+        "x = read_file.upper()",
+        "x = read_file(path).upper()",
+        "lackpy",
+    ),
+    "call-only": (
+        "python: type is called with one argument, super with none; neither stands as a value",
+        "t = type\nx = t(1)",
+        "x = type(1)",
+        "python",
+    ),
+    "dunder-method": (
+        "python: a class defines only the dunder methods of the spec's list (no __getattr__, "
+        "__getattribute__, __setattr__, __new__, __del__, __init_subclass__, ...)",
+        "class A:\n    def __getattr__(self, name):\n        return 1",
+        "class A:\n    def __repr__(self):\n        return 'A'",
+        "python",
+    ),
+    "class-keyword": (
+        "python: a class statement has no keywords (no metaclass=)",
+        "class A(metaclass=abs):\n    pass",
+        "class A:\n    pass",
+        "python",
+    ),
+    "import-module": (
+        "python: a module imported is one of the spec's modules, by its own name (no submodule, "
+        "no relative import)",
+        "import os",
+        "import json",
+        "python",
+    ),
+    "import-name": (
+        "python: `from X import` names one by one names that X's facade holds",
+        "from json import codecs",
+        "from json import loads",
+        "python",
     ),
     "param-name": (
         "a parameter name is an ASCII identifier, not '_'-led, not forbidden, no builtin or tool",

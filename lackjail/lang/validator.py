@@ -10,11 +10,13 @@ import warnings
 from _string import formatter_parser  # string.Formatter.parse, without importing string
 
 from .errors import ValidationError, ValidationResult
+from .facades import FACADES, INSTEAD
 from .grammar import (
     ALLOWED_BUILTINS,
     ALTERNATIVES,
+    CALL_ONLY,
     DEFAULT_LANGUAGE,
-    EXCEPTION_NAMES,
+    DEFINABLE_DUNDERS,
     EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
     FORBIDDEN_OPERATORS,
@@ -45,7 +47,6 @@ _WARNING_MESSAGES = (
 
 _DEFAULT_LIMITS = ProgramLimits()
 _BUILTINS = frozenset(ALLOWED_BUILTINS)
-_EXCEPTIONS = frozenset(EXCEPTION_NAMES)
 _STORE = ast.Store
 _LOAD = ast.Load
 _NAME = ast.Name
@@ -58,9 +59,12 @@ class _Abort(Exception):
     """Stops the walk: a size limit was hit and the rest of the tree is not worth reading."""
 
 
+_LEVEL_NAMES = {"lackpy": "lackpy", "extended": "the extended level", "python": "the python level"}
+
+
 class _Names:
     """What a program may use without binding it: tools (with namespace members),
-    parameters, builtins, and at the extended level the exception classes."""
+    parameters, builtins, and above the lackpy level the exception classes."""
 
     __slots__ = (
         "tools",
@@ -68,6 +72,7 @@ class _Names:
         "params",
         "callable",
         "builtins",
+        "exceptions",
         "forbidden",
         "known",
         "binary",
@@ -75,8 +80,8 @@ class _Names:
         "level",
     )
 
-    def __init__(self, tools, params, extended=False):
-        level = LEVELS["extended" if extended else "lackpy"]
+    def __init__(self, tools, params, language="lackpy"):
+        level = LEVELS[language]
         plain, members = set(), {}
         for name in tools:
             head, dot, member = name.partition(".")
@@ -84,19 +89,23 @@ class _Names:
                 members.setdefault(head, set()).add(member)
             else:
                 plain.add(name)
-        # A namespace declared whole ("fs") allows every member; one declared by
-        # members only ("fs.read") allows just those.
-        self.members = {ns: frozenset(m) for ns, m in members.items() if ns not in plain}
+        # A namespace is declared by its members ("fs.read"), and allows just those, or
+        # whole ("fs.*"); a name declared without members is a tool, called as it is and
+        # without attributes.
+        self.members = {ns: frozenset(m) for ns, m in members.items()}
         self.tools = frozenset(plain) | frozenset(self.members)
         self.params = frozenset(params)
-        self.builtins = frozenset(level.builtins) | (_EXCEPTIONS if extended else frozenset())
+        self.exceptions = frozenset(level.exceptions)
+        self.builtins = frozenset(level.builtins) | self.exceptions
         self.callable = self.builtins | self.tools | self.params
         self.forbidden = level.forbidden_names
         self.binary, self.unary = level.binary, level.unary
-        self.level = "the extended level" if extended else "lackpy"  # for messages
+        self.level = _LEVEL_NAMES[language]  # for messages
         # Names a read may skip every other check for: defined and harmless.
         self.known = frozenset(
-            n for n in self.callable if n not in self.forbidden and n[:2] != "__" and n.isascii()
+            n
+            for n in self.callable
+            if n not in self.forbidden and n[:2] != "__" and n.isascii() and n not in CALL_ONLY
         )
 
 
@@ -114,10 +123,10 @@ def _name_list(names, what):
     return out
 
 
-_NO_NAMES = {extended: _Names((), (), extended) for extended in (False, True)}
+_NO_NAMES = {language: _Names((), (), language) for language in LANGUAGES}
 _NO_HINTS: dict = {}  # read only: shared by every walk without hints
 
-_MODULE, _FUNCTION = 0, 1
+_MODULE, _FUNCTION, _CLASS = 0, 1, 2
 
 
 class _Scope:
@@ -161,6 +170,36 @@ def _plain_fields(text, depth=0) -> bool:
     return True
 
 
+def _future_annotations(body) -> bool:
+    """Does BODY start (after a docstring) with `from __future__ import annotations`?"""
+    for statement in body:
+        kind = statement.__class__
+        if kind is ast.ImportFrom and statement.module == "__future__":
+            if any(alias.name == "annotations" for alias in statement.names):
+                return True
+        elif not (kind is ast.Expr and statement.value.__class__ is _CONSTANT):
+            return False
+    return False
+
+
+def _dunder_word(text):
+    """The first word of TEXT that starts with '__' and a letter or digit ('__class__',
+    '__x'), other than '__main__'; None if there is none. A data string may hold '__'
+    ('hi____', 'a__b'), but a dunder name in one is on its way to an attribute."""
+    size = len(text)
+    start = text.find("__")
+    while start >= 0:
+        end = start
+        while end < size and (text[end] == "_" or text[end].isalnum()):
+            end += 1
+        word = text[start:end]
+        head = start == 0 or not (text[start - 1] == "_" or text[start - 1].isalnum())
+        if head and word.strip("_") and word != "__main__":
+            return word
+        start = text.find("__", max(end, start + 2))
+    return None
+
+
 def _stored_names(target):
     """The names a `for` target binds: its Name nodes, inside tuples, lists and stars."""
     names, todo = [], [target]
@@ -192,6 +231,8 @@ class _Walker:
         "scopes",
         "current",
         "extended",
+        "python",
+        "lazy_annotations",
         "handlers",
         "hints",
         "max_nodes",
@@ -201,7 +242,7 @@ class _Walker:
         "max_digits",
     )
 
-    def __init__(self, names: _Names, limits: ProgramLimits, lines, extended=False, hints=None):
+    def __init__(self, names: _Names, limits: ProgramLimits, lines, language="lackpy", hints=None):
         self.errors = []
         self.calls = set()
         self.variables = set()
@@ -213,8 +254,10 @@ class _Walker:
         self.scope = 0  # comprehension, lambda, generator and function nesting
         self.current = _Scope(_MODULE)
         self.scopes = [self.current]
-        self.extended = extended
-        self.handlers = _EXTENDED_HANDLERS if extended else _HANDLERS
+        self.extended = language != "lackpy"
+        self.python = language == "python"
+        self.lazy_annotations = False
+        self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
         self.max_depth = limits.max_depth
@@ -256,7 +299,7 @@ class _Walker:
         message = f"{what} is not allowed in {self.names.level}"
         instead = ALTERNATIVES.get(name)
         if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or pass --language extended" if instead else None
+            instead = f"{instead}, or use the language level 'extended'" if instead else None
         if instead:
             message += f": {instead}"
         self.error(
@@ -451,10 +494,11 @@ class _Walker:
 
     def bind(self, ident, line, col):
         """A name being bound: never a builtin, tool or parameter (that would hide or swap a
-        callable). The caller has checked IDENT: a scope holds no forbidden or '__' name,
-        so a read of a name found there needs no other test."""
+        callable; the python level lets a builtin be rebound: it has no key= rule to keep).
+        The caller has checked IDENT: a scope holds no forbidden or '__' name, so a read of
+        a name found there needs no other test."""
         names = self.names
-        if ident in names.builtins:
+        if ident in names.builtins and not self.python:
             self.error(
                 "rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col
             )
@@ -514,6 +558,8 @@ class _Walker:
                 visit(child, depth)
 
     def v_module(self, node, depth):
+        if self.python:
+            self.lazy_annotations = _future_annotations(node.body)
         self.block(node.body, depth)
         scope = self.current
         for item in scope.late:  # function bodies' reads: any module binding counts
@@ -568,7 +614,9 @@ class _Walker:
         visit = self.visit
         if kind is _NAME:
             ident = func.id
-            if ident in names.callable:
+            if ident in CALL_ONLY and self.python and not self.bound(ident):
+                self.call_only(node, depth)
+            elif ident in names.callable:
                 to_tool = ident in names.tools
                 if to_tool or ident in names.builtins:
                     self.calls.add(ident)
@@ -592,11 +640,11 @@ class _Walker:
                 )
         elif kind is ast.Attribute:
             owner = func.value
-            if owner.__class__ is _NAME and owner.id in names.tools:
+            if owner.__class__ is _NAME and owner.id in names.members:
                 to_tool = True
                 qualified = f"{owner.id}.{func.attr}"
-                members = names.members.get(owner.id)
-                if members is not None and func.attr not in members:
+                members = names.members[owner.id]
+                if func.attr not in members and "*" not in members:
                     self.error(
                         "unknown-call", f"{qualified!r} is not a tool", func.lineno, func.col_offset
                     )
@@ -620,7 +668,12 @@ class _Walker:
             else:
                 visit(arg, depth)
         for kw in node.keywords:
-            if kw.arg is None and not to_tool and not (kind is _NAME and func.id == "dict"):
+            if (
+                kw.arg is None
+                and not to_tool
+                and not self.python
+                and not (kind is _NAME and func.id == "dict")
+            ):
                 # `sorted(x, **{"key": f})` would hand over any callable, past the key= rule.
                 self.error(
                     "kwargs-argument",
@@ -629,6 +682,30 @@ class _Walker:
                     kw.col_offset,
                 )
             self.keyword(kw, depth, to_tool)
+
+    def call_only(self, node, depth):
+        """`type(x)` and `super()` at the python level: the one shape each may take."""
+        func = node.func
+        self.enter(func, depth)
+        count = len(node.args) + len(node.keywords)
+        starred = any(a.__class__ is _STARRED for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        if func.id == "type" and (count != 1 or starred or node.keywords):
+            self.error(
+                "call-only",
+                "type() takes exactly one argument here: type(x) (no classes are made with it)",
+                node.lineno,
+                node.col_offset,
+            )
+        elif func.id == "super" and count:
+            self.error(
+                "call-only",
+                "super() takes no arguments here: super().method(...)",
+                node.lineno,
+                node.col_offset,
+            )
+        self.calls.add(func.id)
 
     def keyword(self, node, depth, to_tool):
         """A keyword argument; at the lackpy level key= is where a lambda may appear,
@@ -688,7 +765,7 @@ class _Walker:
         self.error(
             "lambda-position",
             "lambda is only allowed as the key= argument of a call "
-            "(or anywhere with --language extended)",
+            "(or anywhere at the language level 'extended')",
             node.lineno,
             node.col_offset,
         )
@@ -697,12 +774,38 @@ class _Walker:
         ident, line, col = node.id, node.lineno, node.col_offset
         if self.lines is not None:
             self.ascii_identifier(ident, line, col)
+        ctx = node.ctx.__class__
         if ident in self.forbidden_names or ident[:2] == "__":  # first: most names are fine
+            if self.python and self.python_dunder(ident, ctx, line, col):
+                return
             self.check_name(ident, line, col)
-        elif node.ctx.__class__ is _STORE:
+        elif ctx is _STORE:
             self.bind(ident, line, col)
+        elif ident in CALL_ONLY and self.python and not self.bound(ident):
+            self.error(
+                "call-only",
+                f"{ident!r} may only be called here: {ident}(x)"
+                if ident == "type"
+                else "'super' may only be called here, with no arguments: super().method(...)",
+                line,
+                col,
+            )
         elif read and ident not in self.names.callable:
             self.read(ident, line, col)
+
+    def python_dunder(self, ident, ctx, line, col) -> bool:
+        """The python level's '__' names: `__name__` read, and in a class body the dunders
+        a class may define (DEFINABLE_DUNDERS). True when IDENT is one of those, handled."""
+        if ident == "__name__" and ctx is _LOAD:
+            return True
+        if ctx is _STORE and self.current.kind == _CLASS and ident in DEFINABLE_DUNDERS:
+            self.current.names.add(ident)
+            return True
+        return False
+
+    def bound(self, ident) -> bool:
+        """Has the program bound IDENT in any open scope (a builtin it rebound)?"""
+        return any(ident in scope.names for scope in self.scopes)
 
     def v_name(self, node, depth):
         self.name(node)
@@ -713,10 +816,12 @@ class _Walker:
         col = end - len(attr)  # where the name is (when it is ASCII, as it must be)
         if self.lines is not None:
             self.ascii_identifier(attr, line, col, end)
-        if attr[0] == "_":
+        errors = len(self.errors)
+        if attr[0] == "_" and (attr[:2] == "__" or not self.python) and not self.super_dunder(node):
             self.error(
                 "dunder-attribute",
-                f"attribute '.{attr}' is not allowed: attribute names must not start with '_'",
+                f"attribute '.{attr}' is not allowed: attribute names must not start with "
+                + ("'__'" if self.python else "'_'"),
                 line,
                 col,
             )
@@ -744,14 +849,27 @@ class _Walker:
                 line,
                 col,
             )
-        if node.ctx.__class__ is _STORE:
+        owner = node.value
+        if (
+            owner.__class__ is _NAME
+            and owner.id in self.names.tools
+            and owner.id not in self.names.members
+            and len(self.errors) == errors
+        ):
+            self.error(
+                "tool-attribute",
+                f"{owner.id!r} is a tool: call it, {owner.id}(...); it has no attributes",
+                line,
+                col,
+            )
+        if node.ctx.__class__ is _STORE and not self.python:
             self.error(
                 "attribute-store",
                 "assigning to an attribute is not allowed",
                 node.lineno,
                 node.col_offset,
             )
-        self.visit(node.value, depth)
+        self.visit(owner, depth)
 
     def display(self, node, items):
         """Report a list, tuple, set or dict display (NODE) of more than max_literal ITEMS
@@ -772,7 +890,8 @@ class _Walker:
         for elt in elts:
             if elt.__class__ is _STARRED:
                 starred += 1
-                if starred == 2 and node.ctx.__class__ is _STORE:  # parses, will not compile
+                # parses, will not compile (a set display has no ctx)
+                if starred == 2 and getattr(node, "ctx", None).__class__ is _STORE:
                     self.error(
                         "syntax",
                         "multiple starred expressions in assignment",
@@ -933,12 +1052,23 @@ class _Walker:
                     node.col_offset,
                 )
             if ("__" if kind is str else b"__") in value:
-                self.error(
-                    "dunder-string",
-                    f"{kind.__name__} constants must not contain '__'",
-                    node.lineno,
-                    node.col_offset,
-                )
+                if not self.python:
+                    self.error(
+                        "dunder-string",
+                        f"{kind.__name__} constants must not contain '__'",
+                        node.lineno,
+                        node.col_offset,
+                    )
+                else:
+                    word = _dunder_word(value if kind is str else value.decode("latin-1"))
+                    if word is not None:
+                        self.error(
+                            "dunder-string",
+                            f"{kind.__name__} constants must not name a dunder ({word!r}); "
+                            "'__' elsewhere in a string is fine",
+                            node.lineno,
+                            node.col_offset,
+                        )
         # 10**d > 2**(3d): an int of at most 3d bits has at most d digits, so
         # the exact (costly) comparison runs only for big literals.
         elif (
@@ -967,8 +1097,18 @@ class _Walker:
         params += [a for a in (args.vararg, args.kwarg) if a is not None]
         for param in params:
             if param.annotation is not None:
-                visit(param.annotation, depth)
+                self.annotation(param.annotation, depth)
         return params
+
+    def annotation(self, node, depth):
+        """An annotation is checked as any expression; under `from __future__ import
+        annotations` it is never evaluated, so its names may be bound later (a class
+        named before its definition), as in a function body."""
+        if self.lazy_annotations and self.push(_FUNCTION, node):
+            self.visit(node, depth)
+            self.pop()
+        else:
+            self.visit(node, depth)
 
     def parameters(self, params, depth):
         seen = set()
@@ -992,20 +1132,26 @@ class _Walker:
             self.pop()
 
     def v_functiondef(self, node, depth):
-        for decorator in node.decorator_list:
-            self.error(
-                "decorator",
-                "decorators are not allowed: call the function where you need it",
-                decorator.lineno,
-                decorator.col_offset,
-            )
+        if self.python:
+            self.block(node.decorator_list, depth)  # evaluated first, then the defaults
+        else:
+            for decorator in node.decorator_list:
+                self.error(
+                    "decorator",
+                    "decorators are not allowed: call the function where you need it",
+                    decorator.lineno,
+                    decorator.col_offset,
+                )
         if getattr(node, "type_params", None):
             self.forbidden(node.type_params[0], "a type parameter list")
         params = self.arguments(node, node.args, depth)
         if node.returns is not None:
-            self.visit(node.returns, depth)
+            self.annotation(node.returns, depth)
         # the name is bound where the def stands, after its defaults ran
-        self.bind_spelt(node.name, node, b"def", "function name")
+        if self.python and node.name[:2] == "__" and self.current.kind == _CLASS:
+            self.dunder_method(node)
+        else:
+            self.bind_spelt(node.name, node, b"def", "function name")
         if self.push(_FUNCTION, node):
             self.parameters(params, depth)
             self.block(node.body, depth)
@@ -1070,7 +1216,9 @@ class _Walker:
             )
         else:
             for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
-                if cls.__class__ is not _NAME or cls.id not in _EXCEPTIONS:
+                if self.python:
+                    self.python_except(cls)
+                elif cls.__class__ is not _NAME or cls.id not in self.names.exceptions:
                     self.error(
                         "except-class",
                         "except names builtin exception classes (Exception, ValueError, "
@@ -1086,6 +1234,187 @@ class _Walker:
         self.block(node.body, depth + 1)
         if fresh:  # Python deletes the name when the handler ends
             scope.names.discard(name)
+
+    # -- the python level -----------------------------------------------------
+
+    def super_dunder(self, node) -> bool:
+        """`super().__init__` (or another of DEFINABLE_DUNDERS) at the python level: the one
+        '__' attribute a program reads, the parent's own method."""
+        owner = node.value
+        return (
+            self.python
+            and node.attr in DEFINABLE_DUNDERS
+            and node.attr != "__slots__"
+            and owner.__class__ is ast.Call
+            and owner.func.__class__ is _NAME
+            and owner.func.id == "super"
+            and not owner.args
+            and not owner.keywords
+            and node.ctx.__class__ is _LOAD
+        )
+
+    def python_except(self, cls):
+        """An except clause's class at the python level: a name (a builtin class, or one
+        the program defined or imported) or an attribute path (json.JSONDecodeError)."""
+        node = cls
+        while node.__class__ is ast.Attribute:
+            node = node.value
+        if node.__class__ is not _NAME:
+            self.error(
+                "except-class",
+                "except names exception classes: a name (ValueError, MyError) or a module's "
+                "(json.JSONDecodeError), alone or in a tuple",
+                cls.lineno,
+                cls.col_offset,
+            )
+
+    def dunder_method(self, node):
+        """A '__' method in a class body: one of DEFINABLE_DUNDERS, spelt in ASCII."""
+        ident = node.name
+        if ident in DEFINABLE_DUNDERS:
+            if self.lines is not None and not ident.isascii():
+                self.error(
+                    "non-ascii-identifier",
+                    f"identifiers must be ASCII; {ident!r} is not spelt in ASCII here",
+                    node.lineno,
+                    node.col_offset,
+                )
+            self.current.names.add(ident)
+            return
+        self.error(
+            "dunder-method",
+            f"a class may not define {ident!r}: the dunder methods a class may define are "
+            "__init__, __repr__, __str__, comparisons, arithmetic, __len__, __iter__, "
+            "__getitem__, __enter__/__exit__ ... (`lackjail spec --language python`)",
+            node.lineno,
+            node.col_offset,
+        )
+
+    def v_classdef(self, node, depth):
+        self.block(node.decorator_list, depth)
+        if getattr(node, "type_params", None):
+            self.forbidden(node.type_params[0], "a type parameter list")
+        for base in node.bases:
+            if base.__class__ is _STARRED:
+                self.unpacked(base, depth)
+            else:
+                self.visit(base, depth)
+        for kw in node.keywords:
+            self.error(
+                "class-keyword",
+                f"a class statement takes no keywords ({kw.arg or '**'}=...): no metaclass, "
+                "no class arguments",
+                kw.lineno,
+                kw.col_offset,
+            )
+            self.visit(kw.value, depth + 1)
+        if self.push(_CLASS, node):
+            self.block(node.body, depth)
+            self.pop()
+        self.bind_spelt(node.name, node, b"class", "class name")
+
+    def module_name(self, module, node) -> bool:
+        """Is MODULE a facade (True), else an error naming what to write instead?"""
+        if module in FACADES and module != "__future__":
+            return True
+        instead = INSTEAD.get(module) or INSTEAD.get(module.partition(".")[0])
+        if instead is None:
+            head = module.partition(".")[0]
+            if head in FACADES and head != module:
+                instead = f"import {head} (submodules are not available)"
+            else:
+                instead = "the modules are " + ", ".join(m for m in FACADES if m[0] != "_")
+        self.error(
+            "import-module",
+            f"module {module!r} is not available in {self.names.level}: {instead}",
+            node.lineno,
+            node.col_offset,
+        )
+        return False
+
+    def v_import(self, node, depth):
+        for alias in node.names:
+            self.enter(alias, depth)
+            if self.module_name(alias.name, alias):
+                self.bind_identifier(
+                    alias.asname or alias.name, alias.lineno, alias.col_offset, "module name"
+                )
+
+    def v_importfrom(self, node, depth):
+        module = node.module or ""
+        if node.level:
+            self.error(
+                "import-module",
+                "relative imports are not available: import a module by name",
+                node.lineno,
+                node.col_offset,
+            )
+            return
+        if module == "__future__":
+            allowed = FACADES[module]
+        elif self.module_name(module, node):
+            allowed = FACADES[module]
+        else:
+            return
+        for alias in node.names:
+            self.enter(alias, depth)
+            if alias.name not in allowed:
+                shown = "" if alias.name == "*" else f" has no {alias.name!r} here"
+                self.error(
+                    "import-name",
+                    f"{module}{shown}: import names one by one, from {', '.join(allowed)}"
+                    if len(allowed) <= 12
+                    else f"{module}{shown}: import names one by one "
+                    f"(`lackjail spec --language python` lists them)",
+                    alias.lineno,
+                    alias.col_offset,
+                )
+            elif module != "__future__":
+                self.bind_identifier(
+                    alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
+                )
+
+    def v_with(self, node, depth):
+        for item in node.items:
+            self.enter(item, depth)
+            self.visit(item.context_expr, depth + 1)
+            if item.optional_vars is not None:
+                self.visit(item.optional_vars, depth + 1)
+        self.block(node.body, depth)
+
+    def v_global(self, node, depth):
+        module = self.scopes[0]
+        for ident in node.names:
+            if self.check_name(ident, node.lineno, node.col_offset):
+                if self.lines is not None and not ident.isascii():
+                    self.ascii_identifier(ident, node.lineno, node.col_offset)
+                self.bind(ident, node.lineno, node.col_offset)
+                module.names.add(ident)
+                self.variables.add(ident)
+
+    def v_nonlocal(self, node, depth):
+        for ident in node.names:
+            if self.check_name(ident, node.lineno, node.col_offset):
+                if self.lines is not None and not ident.isascii():
+                    self.ascii_identifier(ident, node.lineno, node.col_offset)
+                self.bind(ident, node.lineno, node.col_offset)
+
+    def v_delete(self, node, depth):
+        self.block(node.targets, depth)
+
+    def v_namedexpr(self, node, depth):
+        self.visit(node.value, depth)
+        self.visit(node.target, depth)
+
+    def v_annassign(self, node, depth):
+        target = node.target
+        if node.value is not None:
+            self.visit(node.value, depth)
+        self.annotation(node.annotation, depth)
+        if node.value is not None or target.__class__ is not _NAME:
+            self.visit(target, depth)
+        else:  # `x: int` binds nothing; the name must still be a name a program may use
+            self.check_name(target.id, target.lineno, target.col_offset)
 
 
 # What `children()` visits of each node class, in the order Python evaluates it.
@@ -1143,6 +1472,21 @@ _EXTENDED_HANDLERS = {
     ast.Pass: _Walker.v_pass,
     ast.GeneratorExp: _Walker.v_genexp,
 }
+
+_PYTHON_HANDLERS = {
+    **_EXTENDED_HANDLERS,
+    ast.ClassDef: _Walker.v_classdef,
+    ast.Import: _Walker.v_import,
+    ast.ImportFrom: _Walker.v_importfrom,
+    ast.With: _Walker.v_with,
+    ast.Global: _Walker.v_global,
+    ast.Nonlocal: _Walker.v_nonlocal,
+    ast.Delete: _Walker.v_delete,
+    ast.NamedExpr: _Walker.v_namedexpr,
+    ast.AnnAssign: _Walker.v_annassign,
+}
+
+_LEVEL_HANDLERS = {"lackpy": _HANDLERS, "extended": _EXTENDED_HANDLERS, "python": _PYTHON_HANDLERS}
 
 
 def _rule_id(rule) -> str:
@@ -1261,18 +1605,25 @@ def validate_tree(
     limits: ProgramLimits | None = None,
     language: str = DEFAULT_LANGUAGE,
     hints=None,
+    defined=(),
+    signatures=None,
 ) -> tuple[ValidationResult, ast.Module | None]:
     """Check SOURCE (str or bytes) against the LANGUAGE level; return the result and,
     when valid, the module AST it checked (else None). Never raises for any SOURCE.
 
-    TOOLS are the names a program may call (kit tools; a pack namespace "fs"
-    allows `fs.anything(...)`, "fs.read" allows just `fs.read(...)`); PARAMS
-    the names the caller injects; RULES extra callables that tighten the check;
+    TOOLS are the names a program may call (kit tools; "fs.read" allows
+    `fs.read(...)`, a namespace declared whole, "fs.*", `fs.anything(...)`; a tool
+    declared without members has no attributes); PARAMS
+    the names the caller injects; DEFINED the names an earlier run of the same
+    session bound (readable and rebindable, as if this program had bound them
+    first); RULES extra callables that tighten the check;
     HINTS maps a name the program may have meant to what to do about it (shown
-    when it is unknown or undefined). Raises ValueError only for an unknown LANGUAGE.
+    when it is unknown or undefined); SIGNATURES the tools' arguments, to check each call's
+    arity, keyword names and literal types (see lang.calls). Raises ValueError only for an
+    unknown LANGUAGE.
     The jail compiles the returned tree: no second parse, and nothing but what was checked.
     """
-    extended = check_language(language) == "extended"
+    language = check_language(language)
     if limits is None:
         limits = _DEFAULT_LIMITS
     try:
@@ -1295,11 +1646,17 @@ def validate_tree(
     except Exception as exc:  # e.g. ValueError: whatever the parser raises is a rejection
         return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax"), None
     if tools or params:
-        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), extended)
+        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), language)
     else:
-        names = _NO_NAMES[extended]
-    walker = _Walker(names, limits, lines, extended, hints)
+        names = _NO_NAMES[language]
+    walker = _Walker(names, limits, lines, language, hints)
+    if defined:
+        walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
+    if signatures and complete:
+        from .calls import check_calls  # the host's check: the jail never loads it
+
+        check_calls(tree, signatures, walker.error)
     if rules and complete:
         _apply_rules(rules, tree, walker)
     errors = walker.errors
@@ -1307,6 +1664,21 @@ def validate_tree(
         errors.sort(key=_position)
     result = ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
     return result, (tree if result.valid else None)
+
+
+def _definable(defined, names: _Names) -> list:
+    """The names of DEFINED a program could have bound itself: a read of a bound name skips
+    every other check, so nothing forbidden, '__', non-ASCII, or hiding a builtin, tool or
+    parameter is let in (a keyword is harmless: no program can spell it as a name)."""
+    return [
+        n
+        for n in _name_list(defined, "defined")
+        if n.isidentifier()
+        and n.isascii()
+        and n[:2] != "__"
+        and n not in names.forbidden
+        and n not in names.callable
+    ]
 
 
 def _position(error: ValidationError):

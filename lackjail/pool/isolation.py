@@ -1,9 +1,14 @@
-"""Isolation levels and how to start a zygote under each.
+"""Isolation levels and how to start a zygote under each, strongest first.
 
 `nsjail`: the sandbox image (namespaces, minimal mounts, uid 65534, nsjail's
 seccomp) around the zygote, plus the child's rlimits and seccomp filter.
-`seccomp`: the named weaker fallback for hosts without namespaces: the
-zygote runs as a plain process; the child still gets rlimits and seccomp.
+`landlock`: for hosts where namespaces cannot be made (a container's seccomp
+profile, restricted user namespaces): the zygote confines itself with Landlock
+to what the image lets a jail see (read only) and a private folder (its only
+writable place), no TCP, no signals or ptrace out of its domain, no capability
+left; the child still gets rlimits and seccomp.
+`seccomp`: the named weakest fallback: the zygote runs as a plain process; the
+child still gets rlimits and seccomp.
 """
 
 from __future__ import annotations
@@ -12,17 +17,21 @@ import contextlib
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from lackjail.errors import HostError
+from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
 from lackjail.pool.syscall_filter import child_filter
+from lackjail.worker import landlock
 
 
-class IsolationError(RuntimeError):
+class IsolationError(HostError, RuntimeError):
     """The isolation a policy demands cannot be had on this host."""
 
 
@@ -52,18 +61,27 @@ class Launcher:
     argv: list
     env: dict
     config_path: str | None = None
+    private_dir: str | None = None  # the landlock level's writable folder
 
     def close(self) -> None:
         if self.config_path:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.config_path)
+        if self.private_dir:
+            shutil.rmtree(self.private_dir, ignore_errors=True)
 
 
 def zygote_config(
-    limits, mode: str, runs_per_child: int, spares: int = 2, seccomp: bool = True
+    limits,
+    mode: str,
+    runs_per_child: int,
+    spares: int = 2,
+    seccomp: bool = True,
+    python_level: bool = False,
 ) -> str:
     """The zygote's settings as a Python dict literal of constants (zygote.read_config),
-    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off)."""
+    with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off).
+    PYTHON_LEVEL: the zygote imports the python level's modules before its first fork."""
     return repr(
         {
             "memory_mb": limits.memory_mb,
@@ -72,6 +90,7 @@ def zygote_config(
             "value_bytes": limits.value_bytes,
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
             "spares": spares,
+            "python": python_level,
             "seccomp": seccomp,
             "bpf": child_filter() if seccomp else b"",
         }
@@ -107,16 +126,123 @@ def _nsjail_config_text(zygote_args, image_name, module, entry, userns) -> str:
     return images.render(cfg)
 
 
-def seccomp_launcher(zygote_args: str) -> Launcher:
+def _import_roots() -> list[str]:
     import msgpack
 
-    roots = {str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent)}
+    return sorted({str(images.PACKAGE_DIR.parent), str(Path(msgpack.__file__).parent.parent)})
+
+
+def _env() -> dict:
+    """A plain zygote's environment: nothing of the caller's but the LD_LIBRARY_PATH this
+    interpreter may need to start (a libpython outside its loader's search)."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    if os.environ.get("LD_LIBRARY_PATH"):
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+    return env
+
+
+def seccomp_launcher(zygote_args: str) -> Launcher:
     code = (
-        f"import sys; sys.path[:0] = {sorted(roots)!r}; "
+        f"import sys; sys.path[:0] = {_import_roots()!r}; "
         "from lackjail.worker.zygote import main; main()"
     )
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-    return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], env)
+    return Launcher("seccomp", [sys.executable, "-I", "-S", "-B", "-c", code, zygote_args], _env())
+
+
+def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
+    """A zygote that imports what it runs, then confines itself with Landlock (see
+    lackjail.worker.landlock) before CODE (a test's probe may stand in for `main()`)."""
+    version = landlock.abi_version()
+    if version < 1:
+        raise IsolationError(
+            "Landlock is not available (a kernel before 5.13, or lsm= without landlock)"
+        )
+    readable = _landlock_readable()
+    private = tempfile.mkdtemp(prefix="lackjail-landlock-")
+    bootstrap = (
+        f"import os, sys; sys.path[:0] = {_import_roots()!r}\n"
+        "from lackjail.worker import landlock\n"
+        "from lackjail.worker.zygote import main\n"
+        f"os.chdir({private!r})\n"
+        f"landlock.confine({readable!r}, [{private!r}])\n"
+        f"{code}\n"
+    )
+    env = {**_env(), "TMPDIR": private}
+    argv = [sys.executable, "-I", "-S", "-B", "-c", bootstrap, zygote_args]
+    return Launcher("landlock", argv, env, private_dir=private)
+
+
+@functools.lru_cache(maxsize=1)
+def _landlock_readable() -> tuple[str, ...]:
+    """What the image lets a jail read, as host paths (made once per process)."""
+    return tuple(images.readable_paths(images.load_image("python312")))
+
+
+def landlock_status() -> tuple[bool, str]:
+    """Can the landlock level run here? (ok, what it confines at this kernel's ABI)"""
+    version = landlock.abi_version()
+    if version < 1:
+        return False, "Landlock is not available on this kernel"
+    missing = []
+    if version < 4:
+        missing.append("TCP is not confined by Landlock (ABI 4)")
+    if version < 6:
+        missing.append("signals are not scoped (ABI 6)")
+    gaps = "; ".join(missing) + "; the children's seccomp filter still refuses them"
+    return True, f"Landlock ABI {version}" + (f" ({gaps})" if missing else "")
+
+
+def probe_landlock(timeout: float = 10.0) -> tuple[bool, str]:
+    """Does a zygote confine itself with Landlock here? (ok, why)"""
+    try:
+        launcher = landlock_launcher("{}", code="pass")
+    except (images.ImageError, IsolationError, OSError) as exc:
+        return False, str(exc)
+    try:
+        proc = subprocess.run(
+            launcher.argv,
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=launcher.env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"it did not run: {exc}"
+    finally:
+        launcher.close()
+    if proc.returncode == 0:
+        return True, "a zygote confines itself"
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return False, lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def namespaces_status(timeout: float = 10.0) -> tuple[bool, str]:
+    """Can this process make the namespaces a jail needs? (ok, why) — asks the kernel in a
+    fresh interpreter: unshare(2) with the flags nsjail uses (a user namespace too unless
+    root), as a container's seccomp profile or AppArmor would refuse them."""
+    flags = "os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWNET | os.CLONE_NEWIPC | os.CLONE_NEWUTS"
+    if use_user_namespace():
+        flags += " | os.CLONE_NEWUSER"
+    code = f"import os\ntry:\n    os.unshare({flags})\nexcept OSError as e:\n    print(e.strerror)"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"could not ask: {exc}"
+    if proc.returncode == -signal.SIGSYS:
+        return False, "namespaces refused: unshare(2) is forbidden here (seccomp)"
+    if proc.returncode or proc.stdout.strip():
+        why = proc.stdout.strip() or f"exit code {proc.returncode}"
+        return False, (
+            f"namespaces refused: unshare(2) says {why!r} (a container's seccomp profile, "
+            "AppArmor or kernel.unprivileged_userns_clone)"
+        )
+    return True, "namespaces can be made"
 
 
 def probe_nsjail(timeout: float = 10.0) -> tuple[bool, str]:

@@ -28,8 +28,9 @@ import tempfile
 import time
 
 from lackjail import protocol
+from lackjail.errors import HostError
 
-CTRL_FRAMES = ("spawned", "done", "pong")
+CTRL_FRAMES = ("spawned", "done", "pong", "limited")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
 CMSG_SPACE = socket.CMSG_SPACE(MAX_PENDING_FDS * 4)
 # A pipe's whole buffer: a bigger read returns no more, and costs a bigger allocation per read
@@ -37,14 +38,25 @@ CMSG_SPACE = socket.CMSG_SPACE(MAX_PENDING_FDS * 4)
 READ_SIZE = 1 << 16
 
 
-class JailDied(RuntimeError):
+class JailDied(HostError, RuntimeError):
     """The jail ended or could not start; the message says how."""
 
 
 class Child:
     """A child's run channel (the controller's ends) and what is known of it."""
 
-    __slots__ = ("gen", "run_in", "run_out", "buf", "frames", "ready", "runs", "done", "cpu_ms")
+    __slots__ = (
+        "gen",
+        "run_in",
+        "run_out",
+        "buf",
+        "frames",
+        "ready",
+        "runs",
+        "done",
+        "cpu_ms",
+        "memory_mb",
+    )
 
     def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int):
         self.gen, self.run_in, self.run_out = gen, run_in, run_out
@@ -54,6 +66,7 @@ class Child:
         self.runs = 0
         self.done: dict | None = None  # the zygote's report once the child ended
         self.cpu_ms = 0.0  # CPU time of the runs it reported (reuse mode)
+        self.memory_mb = 0  # its address-space limit when a run lowered it (0: the jail's)
 
     def pump(self, expect) -> bool | None:
         """Read what the channel holds into frames: True when something came,
@@ -96,6 +109,7 @@ class JailProcess:
         self.runs = 0
         self.started = self.last_used = time.monotonic()
         self.ping_token: int | None = None
+        self.memory_mb = 0  # its children's address-space limit (0: not known, never lowered)
         self.ping_deadline = 0.0
         self._log = tempfile.TemporaryFile()
         self._fds: list[int] = []
@@ -174,6 +188,10 @@ class JailProcess:
                     child.done = frame
             elif kind == "pong" and frame["id"] == self.ping_token:
                 self.ping_token = None
+            elif kind == "limited":
+                child = self.children.get(frame["gen"])
+                if child is not None and frame["ok"]:
+                    child.memory_mb = frame["memory_mb"]
         return frames
 
     def _adopt(self, gen: int) -> None:
@@ -187,6 +205,18 @@ class JailProcess:
         os.set_blocking(run_in, False)
         os.set_blocking(run_out, False)
         self.children[gen] = child
+
+    def limit_memory(self, child: Child, memory_mb: int, deadline: float) -> bool:
+        """Have the zygote set CHILD's address space to MEMORY_MB for its next run (0: the
+        jail's own limit); False when that was not done by DEADLINE."""
+        self.send_ctrl(protocol.make_limit(child.gen, memory_mb))
+        while child.memory_mb != memory_mb:
+            if not wait_fd(self.ctrl.fileno(), select.POLLIN, deadline):
+                return False
+            for frame in self.pump_ctrl():
+                if frame["t"] == "limited" and frame["gen"] == child.gen and not frame["ok"]:
+                    return False
+        return True
 
     def ping(self) -> None:
         """Send a ping; `ping_token` goes back to None when the pong arrives."""

@@ -17,11 +17,13 @@ import threading
 import time
 
 from lackjail import protocol
-from lackjail.policy import MAX_WORKERS, Policy
+from lackjail.errors import ArgumentError, HostError
+from lackjail.policy import MAX_WORKERS, Limits, Policy
 from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
+from lackjail.pool.session import SESSION_RUNS, SessionJail
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -33,7 +35,7 @@ PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed
 SETTLE_S = 0.003
 
 
-class PoolError(RuntimeError):
+class PoolError(HostError, RuntimeError):
     """The pool cannot serve: closed, full, or no jail could start."""
 
 
@@ -46,13 +48,15 @@ class Pool:
         workers: int | None = None,
         mode: str | None = None,
         isolation_level: str | None = None,
+        python_level: bool = False,
     ):
         if workers is not None and not 0 <= workers <= MAX_WORKERS:
-            raise ValueError(
+            raise ArgumentError(
                 f"workers must be between 1 and {MAX_WORKERS} (0 or None: the policy's "
                 f"pool.workers), not {workers}"
             )
         self.policy = policy
+        self.python_level = python_level  # its zygotes import the python level's modules
         self.size = workers or policy.pool.worker_count
         self.mode = mode or policy.pool.mode
         self.runs_per_child = policy.pool.recycle_after if self.mode == "reuse" else 1
@@ -76,8 +80,9 @@ class Pool:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.launcher = None
+        self._session_launcher = None  # the zygotes of sessions' jails (session_jail)
         started = time.monotonic()
-        first = self._start_first(isolation_level or policy.isolation)
+        first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
         self.cold_start_ms = (time.monotonic() - started) * 1000
         self._idle.append(first)
         self._supervisor = threading.Thread(
@@ -91,37 +96,47 @@ class Pool:
 
     # -- starting -------------------------------------------------------
 
-    def _start_first(self, demanded: str) -> JailProcess:
-        """Start the first jail and wait for it: nsjail when it works; the seccomp
-        fallback only when the demanded level allows it. Sets the launcher."""
+    def _start_first(self, demanded: str, exact: bool) -> JailProcess:
+        """Start the first jail and wait for it, at the strongest level this host has down
+        to DEMANDED, the weakest the policy accepts (or at DEMANDED alone when EXACT; `any`:
+        the strongest there is). Sets the launcher."""
         args = isolation.zygote_config(
-            self.limits, self.mode, self.policy.pool.recycle_after, self.policy.pool.spares
+            self.limits,
+            self.mode,
+            self.policy.pool.recycle_after,
+            self.policy.pool.spares,
+            python_level=self.python_level,
         )
-        why = ""
-        if demanded in ("nsjail", "any"):
+        levels = isolation.LEVELS
+        if demanded != "any":
+            levels = (demanded,) if exact else levels[: levels.index(demanded) + 1]
+        failures = []
+        for level in levels:
             try:
-                self.launcher = isolation.nsjail_launcher(args)
+                self.launcher = _launcher(level, args)
                 return self._start_now()
             except (isolation.IsolationError, images.ImageError, JailDied, OSError) as exc:
-                why = str(exc)
+                failures.append((level, str(exc)))
                 self._close_launcher()
-            if demanded == "nsjail":
-                raise isolation.IsolationError(
-                    f"policy '{self.policy.name}' requires nsjail isolation, which this host "
-                    f"cannot provide: {why} (run 'lackjail doctor'; set isolation = \"any\" "
-                    "to allow the seccomp fallback)"
-                )
-        self.launcher = isolation.seccomp_launcher(args)
-        try:
-            return self._start_now()
-        except (JailDied, OSError) as exc:
-            self._close_launcher()
-            raise PoolError(
-                f"no jail could start: {exc}" + (f" (nsjail: {why})" if why else "")
-            ) from None
+                self.launcher = None
+        why = "; ".join(f"{level}: {text}" for level, text in failures)
+        if failures[0][0] == "nsjail":
+            ok, cause = isolation.namespaces_status()
+            why = why if ok else f"{cause}; {why}"
+        if levels[-1] != "seccomp":
+            weaker = isolation.LEVELS[isolation.LEVELS.index(levels[-1]) + 1]
+            who = "this run" if exact else f"policy '{self.policy.name}'"
+            raise isolation.IsolationError(
+                f"{who} requires {levels[-1]} isolation"
+                f"{' or stronger' if len(levels) > 1 else ''}, which this host cannot "
+                f"provide: {why} (run 'lackjail doctor'; a policy with isolation = "
+                f'"{weaker}" accepts the {weaker} level)'
+            )
+        raise PoolError(f"no jail could start: {why}")
 
     def _start_now(self) -> JailProcess:
         jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        jail.memory_mb = self.limits.memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
         except (JailDied, protocol.ProtocolError) as exc:
@@ -245,6 +260,7 @@ class Pool:
                 with self._cond:
                     self._failed(str(exc))
                 return
+            jail.memory_mb = self.limits.memory_mb
             with self._cond:
                 self._jails.add(jail)
                 self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
@@ -411,16 +427,19 @@ class Pool:
         return f" (last start error: {self._last_error})" if self._last_error else ""
 
     def execute(
-        self, request: Request, tool_handler=None, on_output=None, wall_s: float | None = None
+        self, request: Request, tool_handler=None, on_output=None, limits: Limits | None = None
     ) -> Outcome:
         """Run REQUEST on a free jail; waits (bounded) when all are busy.
 
-        TOOL_HANDLER(tool, args, kwargs) answers a host tool call with an object
-        that has `ok`, `value`, `error` and `verdict` (the kit's CallOutcome); a
-        verdict ends the run with that status. ON_OUTPUT(text) receives printed
-        text as it arrives. Never raises for what the program or the jail does.
+        TOOL_HANDLER(tool, args, kwargs, deadline) answers a host tool call with
+        an object that has `ok`, `value`, `error` and `verdict` (the kit's
+        CallOutcome); a verdict ends the run with that status. ON_OUTPUT(text)
+        receives printed text as it arrives. LIMITS: this run's, at most the
+        policy's (wall_s, cpu_s and memory_mb may be tighter). Never raises for
+        what the program or the jail does.
         """
-        wall = wall_s or self.limits.wall_s
+        limits = limits or self.limits
+        wall = limits.wall_s
         try:
             jail, child = self._borrow_ready(self.policy.pool.start_timeout_s, wall)
         except (JailDied, protocol.ProtocolError) as exc:
@@ -429,14 +448,35 @@ class Pool:
             )
         retire = True
         try:
-            run = Run(
-                jail, child, request, tool_handler, on_output, self.limits, self.runs_per_child
-            )
+            run = Run(jail, child, request, tool_handler, on_output, limits, self.runs_per_child)
             outcome = run.execute(wall, self.policy.pool.kill_grace_s)
             retire = outcome.retire
             return outcome
         finally:
             self._give_back(jail, retire)
+
+    def session_jail(self) -> SessionJail:
+        """A jail of its own for one session, outside the pool's lending: its zygote keeps one
+        child, which serves every run of the session (see `SessionJail`)."""
+        with self._cond:
+            if self._closed:
+                raise PoolError("the jail pool is closed")
+            if self._session_launcher is None:
+                args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
+                if self.launcher.level == "nsjail":
+                    self._session_launcher = isolation.nsjail_launcher(args)
+                else:
+                    self._session_launcher = isolation.seccomp_launcher(args)
+            launcher = self._session_launcher
+            ident = next(self._ids)
+        return SessionJail(
+            launcher,
+            ident,
+            self.max_frame,
+            self.limits.memory_mb,
+            self.policy.pool.start_timeout_s,
+            self.policy.pool.kill_grace_s,
+        )
 
     def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
         """A jail lent to this run and its ready child. A jail found ended is retired and
@@ -493,6 +533,16 @@ class Pool:
     def _close_launcher(self) -> None:
         if self.launcher is not None:
             self.launcher.close()
+        if self._session_launcher is not None:
+            self._session_launcher.close()
+
+
+def _launcher(level: str, zygote_args: str) -> isolation.Launcher:
+    if level == "nsjail":
+        return isolation.nsjail_launcher(zygote_args)
+    if level == "landlock":
+        return isolation.landlock_launcher(zygote_args)
+    return isolation.seccomp_launcher(zygote_args)
 
 
 def _drain(fd: int) -> None:

@@ -26,6 +26,8 @@ SIGNAL_VERDICTS = {
 RUN_FRAMES = ("output", "call", "result")
 OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
 MAX_ERRORS = 1000
+ERROR_KEYS = ("message", "line", "col", "traceback", "traceback_omitted")
+FRAME_KEYS = ({"function", "line"}, {"function", "line", "col"})  # required, allowed
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Request:
     tools: list = field(default_factory=list)  # answered by the tool handler
     jail_tools: dict = field(default_factory=dict)  # name -> [module, function], in the jail
     language: str = "lackpy"  # the level the jail validates at again
+    session: bool = False  # the child keeps the run's globals for the session's next run
 
 
 @dataclass
@@ -90,8 +93,19 @@ class Run:
         run_id = f"{jail.runs:016x}"
         deadline = time.monotonic() + wall_s
         try:
+            self._limit_memory(deadline)
             r = self.request
-            frame = protocol.make_run(run_id, r.src, r.params, r.tools, r.jail_tools, r.language)
+            frame = protocol.make_run(
+                run_id,
+                r.src,
+                r.params,
+                r.tools,
+                r.jail_tools,
+                r.language,
+                self.limits.cpu_s,
+                self.limits.memory_mb,
+                r.session,
+            )
             self._write(protocol.encode(frame), deadline)
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)
         except protocol.ProtocolError as exc:
@@ -116,6 +130,8 @@ class Run:
             and child.runs < self.runs_per_child
             and protocol.keeps_child(outcome.status)
             and self.verdict is None
+            # a python-level program can change its modules' classes: no other run sees them
+            and (self.request.language != "python" or self.request.session)
         )
         if keep:
             child.ready = True
@@ -123,6 +139,16 @@ class Run:
         else:
             jail.drop(child)
         return outcome
+
+    def _limit_memory(self, deadline: float) -> None:
+        """Give the child this run's address-space limit when it is not the one it has: lower
+        than the jail's for this run, or the jail's again after a run that lowered it."""
+        jail, child = self.jail, self.child
+        if not jail.memory_mb:
+            return
+        want = self.limits.memory_mb if self.limits.memory_mb < jail.memory_mb else 0
+        if want != child.memory_mb and not jail.limit_memory(child, want, deadline):
+            raise JailDied("the zygote did not set the child's memory limit for the run")
 
     def _timeout(self, wall_s: float) -> Outcome:
         return Outcome(
@@ -211,15 +237,20 @@ class Run:
                     poller.unregister(jail.ctrl.fileno())
 
     def _answer(self, call: dict, deadline: float) -> None:
+        """Answer a tool call. The handler gets the run's DEADLINE: a call still running then
+        is abandoned and answered with a `timeout` verdict, so the run ends on time."""
         seq = call["seq"]
         if self.tool_handler is None:
             reply = protocol.make_return(
                 seq, False, None, f"no tool named {call['tool']!r} in this kit", None
             )
         else:
-            out = self.tool_handler(call["tool"], call["args"], call["kwargs"])
+            out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)
             if out.verdict and self.verdict is None:
-                self.verdict = (out.verdict, out.error)
+                error = out.error
+                if out.verdict == "timeout":
+                    error = f"wall-clock limit of {self.limits.wall_s:g} s exceeded: {error}"
+                self.verdict = (out.verdict, error)
             reply = protocol.make_return(seq, bool(out.ok), out.value, out.error, out.verdict)
         try:
             data = protocol.encode(reply)
@@ -270,14 +301,31 @@ def _spin(poller, spin_s: float = protocol.SPIN_S):
 
 
 def _errors_ok(errors) -> bool:
-    """Each error from the jail is {message: str[, line: int, col: int]}."""
+    """Each error from the jail is {message: str[, line: int, col: int][, traceback: frames,
+    traceback_omitted: int]}, each frame {function: str, line: int[, col: int]}, all capped."""
     if len(errors) > MAX_ERRORS:
         return False
     for e in errors:
         if not isinstance(e, dict) or not isinstance(e.get("message"), str):
             return False
-        if any(k not in ("message", "line", "col") for k in e):
+        if any(k not in ERROR_KEYS for k in e):
             return False
-        if any(k in e and (type(e[k]) is not int) for k in ("line", "col")):
+        if any(k in e and (type(e[k]) is not int) for k in ("line", "col", "traceback_omitted")):
+            return False
+        if "traceback" in e and not _frames_ok(e["traceback"]):
+            return False
+    return True
+
+
+def _frames_ok(frames) -> bool:
+    if type(frames) is not list or len(frames) > protocol.MAX_FRAMES:
+        return False
+    for frame in frames:
+        if type(frame) is not dict or not FRAME_KEYS[0] <= frame.keys() <= FRAME_KEYS[1]:
+            return False
+        name = frame["function"]
+        if type(name) is not str or len(name) > protocol.MAX_FUNCTION:
+            return False
+        if any(type(frame[k]) is not int for k in ("line", "col") if k in frame):
             return False
     return True

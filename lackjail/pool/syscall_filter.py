@@ -43,6 +43,9 @@ ALLOWED = (
     "getitimer",
     "sched_yield",
     "getpid",
+    "getrandom",  # os.urandom: uuid.uuid4, a seed
+    "clock_nanosleep",  # time.sleep: it counts against the run's wall-clock limit
+    "nanosleep",
     "gettid",
     "restart_syscall",
     "exit",

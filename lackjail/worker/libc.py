@@ -1,4 +1,4 @@
-"""The C library functions the worker calls (prctl, malloc_trim) and the few C types
+"""The C library functions the worker calls (prctl, malloc_trim, ...) and the few C types
 they need, made from _ctypes as the ctypes package makes them: importing ctypes
 costs every jail's start ~1.2 ms of CPU for ~40 types and helpers never used here.
 """
@@ -36,8 +36,15 @@ class _Function(_ctypes.CFuncPtr):
 
 
 _PROCESS = _ctypes.dlopen(None, os.RTLD_LOCAL)  # the process's own symbols: libc's among them
-prctl = _Function(_ctypes.dlsym(_PROCESS, "prctl"))
-malloc_trim = _Function(_ctypes.dlsym(_PROCESS, "malloc_trim"))
+
+
+def function(name: str) -> _Function:
+    """The C library's function NAME (returning int, errno kept for get_errno)."""
+    return _Function(_ctypes.dlsym(_PROCESS, name))
+
+
+prctl = function("prctl")
+malloc_trim = function("malloc_trim")
 Structure = _ctypes.Structure
 get_errno = _ctypes.get_errno
 byref = _ctypes.byref

@@ -8,6 +8,7 @@ validated again here (the worker trusts nothing it is sent), compiled here
 
 import _ast as ast  # the node classes: ast.py would bring re and enum into every jail
 import _signal as signal  # setitimer without signal.py's enums
+import builtins
 import os
 import resource
 import select
@@ -15,11 +16,14 @@ import sys
 import time
 
 from lackjail import lang, plain, protocol
+from lackjail.worker import facades
 
 SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
+ModuleType = type(sys)
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
+MAX_FRAMES = protocol.MAX_FRAMES  # program frames a traceback carries: the innermost
 CODES, CODES_BYTES = 32, 8 << 10  # programs (up to that size) whose code a reused child keeps
 _CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
@@ -204,26 +208,61 @@ def _jail_tool(module, function):
     return getattr(mod, function)
 
 
-def _error_location(exc, source):
-    """(line, col) of the innermost frame of the program in EXC's traceback; col is
-    1-based and counts characters of SOURCE (the parser's offsets count UTF-8 bytes)."""
-    line = col = None
+def _program_frames(exc, source):
+    """The program's call chain in EXC's traceback, outermost first, as plain data:
+    {function, line, col} for each frame of the program's own code (never one of
+    lackjail's). COL is 1-based and counts characters of SOURCE (the compiler's offsets
+    count UTF-8 bytes); of a chain deeper than MAX_FRAMES (a runaway recursion), the
+    innermost MAX_FRAMES, and how many outer ones were left out."""
+    frames = []
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME:
-            line = tb.tb_lineno
+            col = None
             for index, pos in enumerate(code.co_positions()):
                 if index == tb.tb_lasti // 2:
                     col = pos[2]
                     break
+            frames.append([code.co_name, tb.tb_lineno, col])
         tb = tb.tb_next
-    if col is not None:
-        lines = lang.decode_source(source).encode("utf-8").splitlines()  # \n, \r, \r\n only
-        if 0 < line <= len(lines):
-            col = len(lines[line - 1][:col].decode("utf-8", "replace"))
-        col += 1
-    return line, col
+    omitted = max(0, len(frames) - MAX_FRAMES)
+    frames = frames[omitted:]
+    lines = None
+    for frame in frames:
+        line, col = frame[1], frame[2]
+        if col is not None and line is not None:
+            if lines is None:  # \n, \r, \r\n only, as the compiler counts lines
+                lines = lang.decode_source(source).encode("utf-8").splitlines()
+            if 0 < line <= len(lines):
+                col = len(lines[line - 1][:col].decode("utf-8", "replace"))
+            frame[2] = col + 1
+    return [
+        {"function": f, "line": n, **({"col": c} if c is not None else {})}
+        for f, n, c in frames
+        if n is not None
+    ], omitted
+
+
+def _describe(exc):
+    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return f"{type(exc).__name__}: (its message could not be made into text)"
+
+
+def _runtime_error(message, exc, source):
+    """The error of a run the program's code ended: MESSAGE at the innermost program
+    frame, with the program's traceback (outermost first)."""
+    frames, omitted = _program_frames(exc, source)
+    error = {"message": message[:MAX_MESSAGE]}
+    if frames:
+        error["line"], error["col"] = frames[-1]["line"], frames[-1].get("col")
+        error["traceback"] = frames
+        if omitted:
+            error["traceback_omitted"] = omitted
+    return error
 
 
 def _compiled(src, tree, keep):
@@ -266,20 +305,30 @@ def run_one(channel, msg, limits):
 
     The run gets the CPU limit for itself: a profiling timer (CPU time, SIGPROF,
     whose default action ends the process) armed now and disarmed at the end.
+    A run may ask for less CPU than the child's limit, never more (the zygote
+    lowers its address space, which a confined child cannot). A session's run
+    starts from the globals its child's earlier runs left.
     """
     cpu_start = _cpu_ms(resource.getrusage(resource.RUSAGE_SELF))
-    if limits["cpu_s"]:
-        signal.setitimer(signal.ITIMER_PROF, limits["cpu_s"])
+    cpu_s = _tighter(limits["cpu_s"], msg["cpu_s"])
+    if cpu_s:
+        signal.setitimer(signal.ITIMER_PROF, cpu_s)
+    memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
     out = Output(channel, limits["output_bytes"])
     status, value, errors = "ok", None, []
     Stop.raised.clear()
+    kept = _SESSION.get("globals") if msg["session"] else None
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
         language = msg["language"]
         check, tree = lang.validate_tree(
-            msg["src"], tools=visible, params=list(params), language=language
+            msg["src"],
+            tools=[*host_tools, *jail_tools],
+            params=list(params),
+            language=language,
+            defined=_defined(kept, language, visible) if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -289,8 +338,13 @@ def run_one(channel, msg, limits):
                 code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
             except SyntaxError as exc:  # what only the compiler refuses (a validator gap)
                 raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
-            namespace = dict(NAMESPACES[language])
-            namespace["print"] = make_print(out)
+            if kept is not None:
+                namespace = kept
+            else:
+                namespace = _namespace(language)
+                if msg["session"]:
+                    _SESSION["globals"] = namespace
+            namespace["print"] = facades.OUTPUT[0] = make_print(out)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -299,9 +353,12 @@ def run_one(channel, msg, limits):
                 )
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
-            namespace["__builtins__"] = {}
-            exec(code, namespace)
-            value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
+            namespace["__builtins__"] = _builtins(language)
+            try:
+                exec(code, namespace)
+                value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
+            finally:
+                namespace.pop(VALUE_NAME, None)
             out.flush()
     except _Invalid as exc:
         message, line, col = exc.args
@@ -314,17 +371,13 @@ def run_one(channel, msg, limits):
         errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
     except MemoryError:
         status, value = "memory", None
-        errors = [{"message": f"memory limit of {limits['memory_mb']} MB exceeded"}]
+        errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
     except ToolError as exc:
-        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
-        errors = [{"message": str(exc)[:MAX_MESSAGE], "line": line, "col": col}]
+        errors = [_runtime_error(str(exc), exc, msg["src"])]
     except Exception as exc:
-        line, col = _error_location(exc, msg["src"])
         status, value = "error", None
-        errors = [
-            {"message": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE], "line": line, "col": col}
-        ]
+        errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
         stop = Stop.raised[0]
         status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
@@ -340,12 +393,51 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-def _load_builtins():
-    import builtins
+_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
 
+
+def _tighter(own, asked):
+    """The run's limit: ASKED when it is set and below the child's OWN (0: none)."""
+    if asked and (not own or asked < own):
+        return asked
+    return own
+
+
+def _defined(namespace, language, tools):
+    """What a session's earlier runs bound: the kept globals but the level's own names,
+    print and the tools (bound again for every run)."""
+    base = NAMESPACES[language]
+    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
+
+
+_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
+
+
+def _namespace(language):
+    """A run's fresh namespace: its level's names. A python-level program runs in a module
+    of its own, `__main__` while it runs, as a script does: the standard library finds a
+    class's module there (dataclasses' string annotations, namedtuple, enum)."""
+    if language != "python":
+        return dict(NAMESPACES[language])
+    module = ModuleType("__main__")
+    sys.modules["__main__"] = module
+    namespace = module.__dict__
+    namespace.update(NAMESPACES[language])
+    return namespace
+
+
+def _builtins(language):
+    """The run's `__builtins__`: empty, but at the python level what `class` and `import`
+    statements look up there (no program can name either: they start with '__')."""
+    if language != "python":
+        return {}
+    return {"__build_class__": builtins.__build_class__, "__import__": facades.importer}
+
+
+def _load_builtins():
     return {  # every level's: a run's namespace takes its own level's names from these
-        name: getattr(builtins, name)
-        for name in lang.LEVELS["extended"].builtins
+        name: facades.one_type if name == "type" else getattr(builtins, name)
+        for name in lang.LEVELS["python"].builtins
         if hasattr(builtins, name)
     }
 
@@ -354,12 +446,10 @@ BUILTINS = _load_builtins()
 
 
 def _load_exceptions():
-    """The exception classes a program at the extended level may name; ToolError is ours."""
-    import builtins
-
+    """The exception classes a program above the lackpy level may name; ToolError is ours."""
     return {
         name: ToolError if name == "ToolError" else getattr(builtins, name)
-        for name in lang.EXCEPTION_NAMES
+        for name in lang.LEVELS["python"].exceptions
     }
 
 
@@ -367,13 +457,12 @@ EXCEPTIONS = _load_exceptions()
 
 
 def _load_namespaces():
-    """Each level's starting namespace (its builtins; the extended level's exception
-    classes), built once: a run copies its level's and adds print, parameters and tools."""
+    """Each level's starting namespace (its builtins and exception classes), built once: a
+    run copies its level's and adds print, parameters and tools."""
     namespaces = {}
     for name, level in lang.LEVELS.items():
         namespace = {n: BUILTINS[n] for n in level.builtins if n in BUILTINS}
-        if name == "extended":
-            namespace.update(EXCEPTIONS)
+        namespace.update({n: EXCEPTIONS[n] for n in level.exceptions})
         namespaces[name] = namespace
     return namespaces
 
@@ -433,5 +522,13 @@ def serve(fd_in, fd_out, limits, gen):
                     result["id"], "limit", None, [error], result["cpu_ms"], result["max_rss_kb"]
                 )
             )
-        if not protocol.keeps_child(result["status"]):
-            return  # the process may be in a bad state: a fresh child takes over
+        if not protocol.keeps_child(result["status"]) or _leaves_state(msg):
+            # the process may be in a bad state, or hold what a python-level program left
+            # in its classes and modules: a fresh child takes over
+            return
+
+
+def _leaves_state(msg) -> bool:
+    """A python-level program may change the classes of the modules it imported: its
+    child serves no other program (a session's own runs share its state by choice)."""
+    return msg["language"] == "python" and not msg["session"]

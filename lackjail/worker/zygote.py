@@ -36,7 +36,14 @@ import sys
 import time
 
 from lackjail import lang, protocol  # noqa: F401 - imported before the filter goes on
-from lackjail.worker import confine, libc, puretools, runner, textcodecs  # noqa: F401 - jail tools
+from lackjail.worker import (  # noqa: F401 - jail tools
+    confine,
+    facades,
+    libc,
+    puretools,
+    runner,
+    textcodecs,
+)
 
 WARM_UPS = 3  # runs of our own warm-up program in the zygote (share_heap)
 FIRST_RUN_S = 0.1  # how long share_heap waits for the first child to serve its run
@@ -59,6 +66,7 @@ def child(cfg, flt, gen, run_in, run_out):
         os.close(0)  # the control socket is the zygote's alone
         os.close(1)
         runner.warm_up(cfg, runner.CHILD_WARM_UP)
+        facades.reseed()
         no_lazy_imports()
         no_file_opens()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
@@ -144,7 +152,7 @@ class Zygote:
     def command(self):
         """Answer one control frame; False when the zygote must exit."""
         try:
-            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "stop"))
+            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "limit", "stop"))
         except (EOFError, OSError, protocol.ProtocolError):
             msg = protocol.make_stop()
         if msg["t"] == "ping":
@@ -153,6 +161,8 @@ class Zygote:
             for pid, gen in self.children.values():
                 if gen == msg["gen"]:
                     os.kill(pid, signal.SIGKILL)
+        elif msg["t"] == "limit":
+            self.limit(msg["gen"], msg["memory_mb"])
         else:
             for pid, _ in self.children.values():
                 os.kill(pid, signal.SIGKILL)
@@ -160,6 +170,23 @@ class Zygote:
                 os.waitpid(pid, 0)
             return False
         return True
+
+    def limit(self, gen, memory_mb):
+        """Lower the address space of child GEN to MEMORY_MB for its next run (0: back to the
+        configured limit), and say whether it was done. A confined child cannot change its own
+        rlimits (its filter kills setrlimit); only the soft limit moves, never above the hard."""
+        hard = self.cfg["memory_mb"] << 20
+        ok = False
+        for pid, child_gen in self.children.values():
+            if child_gen == gen:
+                try:
+                    resource.prlimit(
+                        pid, resource.RLIMIT_AS, (min(memory_mb << 20 or hard, hard), hard)
+                    )
+                    ok = True
+                except OSError:
+                    pass
+        self.send(protocol.make_limited(gen, memory_mb, ok))
 
     def serve(self):
         """Keep SPARES children forked ahead; until `stop` or the control socket closes."""
@@ -251,6 +278,8 @@ def main():
     # filter step ~150 -> ~115 us, 7 fewer page faults (measured in the jail).
     confine.set_no_new_privs()
     textcodecs.preload()
+    if cfg.get("python"):
+        facades.load()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     zygote = Zygote(cfg, flt)
     # The jail's first run waits for its first child, not for the work below, which only

@@ -6,7 +6,8 @@ view.read_bytes("README.md"); view.write_bytes("out.txt", b"...")
 ws.merge(view); ws.commit()             # or ws.rollback(); ws.diff() for --dry-run
 """
 
-from lackjail.workspace.paths import show, workspace_root
+from lackjail.workspace.hostfs import Root, workspace_root
+from lackjail.workspace.paths import show
 from lackjail.workspace.transaction import StagingArea, Workspace, WorkspaceView
 
-__all__ = ["StagingArea", "Workspace", "WorkspaceView", "show", "workspace_root"]
+__all__ = ["Root", "StagingArea", "Workspace", "WorkspaceView", "show", "workspace_root"]

@@ -19,7 +19,10 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import weakref
+
+from lackjail.errors import InputError
 
 SYS_OPENAT2 = 437  # the same number on every architecture
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -30,7 +33,7 @@ MAX_LINKS = 40  # symlinks followed while resolving one path, as the kernel's ow
 DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-class Escape(OSError):
+class Escape(InputError, OSError):
     """A path whose symlinks lead outside the tree (or loop); `reason` says which."""
 
     def __init__(self, reason: str):
@@ -96,40 +99,98 @@ def _walk_open(dirfd: int, parts: list[str], flags: int, mode: int) -> int:
             os.close(current)
 
 
+def _trusted_link(info: os.stat_result) -> bool:
+    """A symlink only root or we could have made: a user cannot make it name something else."""
+    return info.st_uid in (0, os.geteuid())
+
+
+def open_host_dir(path: str, last_link: bool = False, folder: bool = True) -> tuple[int, str]:
+    """(O_PATH descriptor, real path) of the host folder PATH, walked from `/` one component at
+    a time, each opened O_NOFOLLOW beneath the one before. A symlink on the way is followed only
+    when root or we own it (a user's link could name /etc); the last component may be one only
+    with LAST_LINK. What the descriptor holds is what the walk reached, whatever is renamed or
+    swapped afterwards; a folder unless FOLDER is false. OSError: ELOOP names the symlink
+    refused."""
+    if "\x00" in path:
+        raise OSError(errno.EINVAL, "the path holds a NUL byte")
+    todo = [p for p in reversed(os.path.abspath(path).split("/")) if p not in ("", ".")]
+    stack, names, links = [os.open("/", DIR_FLAGS)], [], 0
+    try:
+        while todo:
+            part = todo.pop()
+            if part == "..":
+                if len(stack) > 1:
+                    os.close(stack.pop())
+                    names.pop()
+                continue
+            fd = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=stack[-1])
+            info = os.fstat(fd)
+            if stat.S_ISLNK(info.st_mode):
+                try:
+                    shown = "/" + "/".join([*names, part])
+                    if not todo and not last_link:
+                        raise OSError(errno.ELOOP, f"{shown} is a symlink; pass the real folder")
+                    if not _trusted_link(info):
+                        raise OSError(
+                            errno.ELOOP,
+                            f"{shown} is a symlink another user owns (uid {info.st_uid}); "
+                            "pass the real path",
+                        )
+                    links += 1
+                    if links > MAX_LINKS:
+                        raise OSError(errno.ELOOP, f"{shown}: too many symlinks")
+                    target = os.readlink("", dir_fd=fd)  # the link this descriptor holds
+                finally:
+                    os.close(fd)
+                if target.startswith("/"):
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                    names = []
+                todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
+                continue
+            stack.append(fd)
+            names.append(part)
+            if not stat.S_ISDIR(info.st_mode) and (todo or folder):
+                raise OSError(errno.ENOTDIR, f"/{'/'.join(names)} is not a folder")
+        result = stack.pop()
+        return result, "/" + "/".join(names)
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
 class Tree:
     """A directory held open by descriptor; paths below it are opened relative to it."""
 
-    def __init__(self, root: str, use_openat2: bool | None = None):
-        self.root = root
-        self.fd = os.open(root, DIR_FLAGS)
-        self._closer = weakref.finalize(self, os.close, self.fd)
+    def __init__(self, root: str, use_openat2: bool | None = None, last_link: bool = False):
+        """Open the host folder ROOT (see `open_host_dir`); `root` becomes its real path."""
+        fd, real = open_host_dir(root, last_link)
+        self._adopt(fd, real, use_openat2)
+
+    def _adopt(self, fd: int, root: str, use_openat2: bool | None) -> None:
+        self.root, self.fd = root, fd
+        self._closer = weakref.finalize(self, os.close, fd)
         self.use_openat2 = openat2_available() if use_openat2 is None else use_openat2
 
-    @classmethod
-    def below(cls, root: str, rel: str, create: bool = False) -> Tree:
-        """The folder REL beneath ROOT as a Tree of its own, reached with no symlink on the way;
-        with CREATE, missing folders are made (0755). OSError."""
-        top = cls(root)
+    def below(self, rel: str, create: bool = False) -> Tree:
+        """The folder REL beneath this one as a Tree of its own, reached with no symlink on the
+        way; with CREATE, missing folders are made (0755). OSError."""
         try:
-            try:
-                fd = top.open_dir(rel)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                fd = top.open_dir("")
-                for part in rel.split("/"):
-                    try:
-                        os.mkdir(part, 0o755, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    nxt = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-                    os.close(fd)
-                    fd = nxt
-        finally:
-            top.close()
-        tree = cls.__new__(cls)
-        tree.root, tree.fd, tree.use_openat2 = os.path.join(root, rel), fd, top.use_openat2
-        tree._closer = weakref.finalize(tree, os.close, fd)
+            fd = self.open_dir(rel)
+        except FileNotFoundError:
+            if not create:
+                raise
+            fd = self.open_dir("")
+            for part in rel.split("/"):
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        tree = Tree.__new__(Tree)
+        tree._adopt(fd, os.path.join(self.root, rel), self.use_openat2)
         return tree
 
     def close(self) -> None:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from lackjail.errors import CommitError, ToolCallError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import identity, write_all
+from lackjail.workspace.files import identity
+from lackjail.workspace.hostfs import write_all
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import os_message, show
 from lackjail.workspace.protect import Protection

@@ -9,19 +9,15 @@ FIFO wakes its writer).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import secrets
 import stat
 
 from lackjail.errors import ToolCallError
 from lackjail.workspace.beneath import Escape, Tree
-from lackjail.workspace.owner import Owner
+from lackjail.workspace.hostfs import reopen_regular, workspace_root_of
 from lackjail.workspace.paths import os_message, relative, show
 from lackjail.workspace.protect import Protection
-
-READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
 
 
 class FileTooLarge(ToolCallError):
@@ -46,17 +42,6 @@ def locate(tree: Tree, rel: str, path) -> str:
     if not canon:
         raise ToolCallError(f"path {show(path)} is the workspace directory itself, not a file")
     return canon
-
-
-def reopen_regular(pathfd: int, flags: int = READ_FLAGS) -> int:
-    """The file of the O_PATH descriptor PATHFD opened with FLAGS when it is a regular file (the
-    same file, not its path looked up again); OSError (EISDIR, ENXIO) for anything else, which
-    is never opened."""
-    mode = os.fstat(pathfd).st_mode
-    if not stat.S_ISREG(mode):
-        kind = "is a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.ENXIO, kind)
-    return os.open(f"/proc/self/fd/{pathfd}", flags | os.O_CLOEXEC)
 
 
 def read_regular(tree: Tree, rel: str, limit: int, path) -> tuple[bytes, os.stat_result]:
@@ -114,46 +99,12 @@ def stat_target(tree: Tree, rel: str, path) -> os.stat_result | None:
     return info
 
 
-def read_beneath(root: str, path, limit: int, protection: Protection | None = None) -> bytes:
-    """One file of the workspace ROOT read whole, as a tool would read it: confined, as the
-    owner, read rules applied (PROTECTION's, else the defaults; for kit files and docs the
-    workspace names). ToolCallError."""
-    tree = Tree(root)
-    try:
-        with Owner(tree.fd).acting():
-            rel = locate(tree, relative(root, path), path)
-            (protection or Protection()).check_read(rel, path)
-            return read_regular(tree, rel, limit, path)[0]
-    finally:
-        tree.close()
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of DATA to FD (os.write may write less than asked)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def write_whole(
-    tree: Tree, name: str, data: bytes, replace: bool = True, mode: int = 0o644
-) -> None:
-    """Write file NAME directly in TREE's folder whole or not at all (a temp file renamed, or
-    linked when REPLACE is false: FileExistsError then). Never follows a symlink."""
-    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=tree.fd)  # fmt: skip
-    try:
-        try:
-            write_all(fd, data)
-            os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if replace:
-            os.rename(tmp, name, src_dir_fd=tree.fd, dst_dir_fd=tree.fd)
-        else:
-            os.link(tmp, name, src_dir_fd=tree.fd, dst_dir_fd=tree.fd, follow_symlinks=False)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=tree.fd)
+def read_beneath(workspace, path, limit: int, protection: Protection | None = None) -> bytes:
+    """One file of WORKSPACE (a `Root`, or a folder opened here) read whole, as a tool would
+    read it: confined, as the owner, read rules applied (PROTECTION's, else the defaults; for kit
+    files and docs the workspace names). ToolCallError; KitError for a folder that is no
+    workspace."""
+    with workspace_root_of(workspace) as root, root.owner.acting():
+        rel = locate(root.tree, relative(root.path, path), path)
+        (protection or Protection()).check_read(rel, path)
+        return read_regular(root.tree, rel, limit, path)[0]

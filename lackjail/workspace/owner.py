@@ -56,15 +56,6 @@ class Owner:
         self.switch = os.geteuid() == 0 and self.uid != 0
         self.groups = _groups_of(self.uid, self.gid) if self.switch and _SYS_SETGROUPS else None
 
-    @classmethod
-    def of(cls, root: str) -> Owner:
-        """The owner of the workspace folder ROOT (a real path, see `workspace_root`)."""
-        fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            return cls(fd)
-        finally:
-            os.close(fd)
-
     @contextlib.contextmanager
     def acting(self):
         """Run the block with the owner's fsuid/fsgid in this thread (a no-op unless root)."""

@@ -11,35 +11,15 @@ from __future__ import annotations
 import errno
 import os
 
-from lackjail.errors import KitError, ToolCallError
+from lackjail.errors import ToolCallError
 
 MAX_PATH_CHARS = 4096
-FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
 
 
 def show(path) -> str:
     """A terminal-safe, bounded rendering of a (hostile) path for messages."""
     text = path if isinstance(path, str) else str(path)
     return repr(text[:200] + ("…" if len(text) > 200 else ""))
-
-
-def workspace_root(path=None) -> str:
-    """The real path of a workspace directory (default: the current one), or KitError."""
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise KitError(f"workspace must be a directory path, not {type(path).__name__}")
-    text = os.fspath(path) if path is not None else os.getcwd()
-    if "\x00" in text:
-        raise KitError("workspace path contains a NUL byte")
-    root = os.path.realpath(text)
-    if not os.path.isdir(root):
-        raise KitError(
-            f"workspace {show(text)} is not a directory; pass an existing one (--workspace DIR)"
-        )
-    if root == "/" or any(root == r or root.startswith(r + "/") for r in FORBIDDEN_ROOTS):
-        raise KitError(
-            f"workspace {show(root)} would expose the whole system; pick a project directory"
-        )
-    return root
 
 
 def inside(real: str, root: str) -> bool:

@@ -19,12 +19,11 @@ import threading
 
 from lackjail.errors import LimitExceeded, ToolCallError, ToolDenied
 from lackjail.workspace import commit as committing
-from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import FileTooLarge, identity, locate, read_regular, stat_target
+from lackjail.workspace.hostfs import Root
 from lackjail.workspace.local_rules import local_rules
-from lackjail.workspace.owner import Owner
 from lackjail.workspace.pathglob import PathGlob
-from lackjail.workspace.paths import os_message, relative, show, workspace_root
+from lackjail.workspace.paths import os_message, relative, show
 from lackjail.workspace.protect import Protection
 from lackjail.workspace.staging import StagingArea
 from lackjail.workspace.textdiff import unified
@@ -43,9 +42,11 @@ class Workspace:
     def __init__(
         self, root=None, staging: StagingArea | None = None, protection: Protection | None = None
     ):
-        self.root = workspace_root(root)
-        self.tree = Tree(self.root)
-        self.owner = Owner(self.tree.fd)
+        self._owns_root = not isinstance(root, Root)
+        self.root_dir = Root(root) if self._owns_root else root
+        self.root = self.root_dir.path
+        self.tree = self.root_dir.tree
+        self.owner = self.root_dir.owner
         self.protect(protection or Protection())
         self.staging = staging or StagingArea()
         self._staged: dict[str, str] = {}  # rel path -> staging key
@@ -69,7 +70,9 @@ class Workspace:
             return sorted(self._staged)
 
     def staged_bytes(self, rel: str) -> bytes | None:
-        with self._lock:
+        # the staging folder is the controller's own (0700): read as the controller, also
+        # inside a block acting as the workspace's owner
+        with self._lock, self.owner.as_controller():
             key = self._staged.get(rel)
             return None if key is None else self.staging.read(key)
 
@@ -160,7 +163,8 @@ class Workspace:
 
     def close(self) -> None:
         self.rollback()
-        self.tree.close()
+        if self._owns_root:
+            self.root_dir.close()
 
 
 class WorkspaceView:

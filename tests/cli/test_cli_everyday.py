@@ -3,6 +3,7 @@ in every --help, shell completion of kits and policies, limit flags that only ti
 user's and the workspace's config."""
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -64,6 +65,24 @@ def test_mcp_config_prints_a_block_that_starts_this_checkouts_server(tmp_path):
         timeout=60,
     )
     assert helped.returncode == 0 and "MCP client" in helped.stdout
+
+
+def test_mcp_config_for_cursor_and_claude_code_starts_the_same_server(tmp_path):
+    folder = tmp_path / "my project"  # a space: the command line must quote it
+    folder.mkdir()
+    common = ("mcp-config", "--workspace", str(folder), "--kit", "files")
+    desktop = json.loads(invoke(*common).output)
+    cursor = invoke(*common, "--client", "cursor")
+    assert cursor.exit_code == 0 and json.loads(cursor.output) == desktop
+    server = desktop["mcpServers"]["lackjail"]
+    code = invoke(*common, "--client", "claude-code", "--name", "jail")
+    assert code.exit_code == 0
+    line = shlex.split(code.output)
+    assert line[:7] == ["claude", "mcp", "add", "--transport", "stdio", "jail", "--"]
+    assert line[7:] == [server["command"], *server["args"]]
+    assert server["args"][server["args"].index("--workspace") + 1] == str(folder)
+    bad = invoke(*common, "--client", "vscode")
+    assert bad.exit_code == 2 and "claude-desktop" in bad.output
 
 
 # --- help, verbosity, colour, completion --------------------------------------------------------

@@ -99,8 +99,8 @@ def test_validation_only(tree, monkeypatch):
     lines = result.stdout.splitlines()
     assert "FAIL  bad/imports.lackpy  rejected" in lines
     assert (
-        "    bad/imports.lackpy:1:1: 'import' is not allowed in lackpy: call a kit tool "
-        "(`lackjail kit list`), or a builtin [forbidden-node]"
+        "    bad/imports.lackpy:1:1: 'import' is not allowed in lackpy: call a tool of the kit, "
+        "or a builtin [forbidden-node]"
     ) in lines
     assert "PASS  fail/divide.lackpy  valid" in lines
     assert lines[-1] == "7 programs: 5 passed, 2 failed (2 rejected, 0 failed when run)"

@@ -106,3 +106,21 @@ def test_param_lists_and_dicts_arrive_as_json_values():
         "run", "-", "--json", "--param", "l=[1,2]", "--param", 'd={"k": "v"}', stdin="[l, d]"
     )
     assert json.loads(proc.stdout)["value"] == [[1, 2], {"k": "v"}]
+
+
+def test_a_failing_call_chain_is_shown_outermost_first():
+    program = "def inner(x):\n    return 10 // x\n\ndef outer(y):\n    return inner(y - 1)\n\n"
+    program += "outer(1)"
+    proc = lackjail("run", "-", "--language", "extended", stdin=program)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    start = lines.index("  traceback (most recent call last):")
+    assert lines[start - 1].startswith("<stdin>:2:12: error: ZeroDivisionError")
+    assert lines[start + 1 : start + 4] == [
+        "    <stdin>:7:1: in <module>",
+        "    <stdin>:5:12: in outer",
+        "    <stdin>:2:12: in inner",
+    ]
+    proc = lackjail("run", "-", "--language", "extended", "--json", stdin=program)
+    data = json.loads(proc.stdout)
+    assert [f["function"] for f in data["errors"][0]["traceback"]] == ["<module>", "outer", "inner"]

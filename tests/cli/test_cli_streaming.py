@@ -10,7 +10,7 @@ import json
 import pytest
 from cli_support import lackjail
 
-from lackjail.api import AsyncJail, Jail
+from lackjail.api import AsyncJail, Jail, Result
 from lackjail.policy import load_policy
 
 SPIN = "print('started')\nn = 0\nfor i in range(1000000000000):\n    n = n + 1\n"
@@ -31,7 +31,7 @@ def test_jail_stream_delivers_output_before_the_run_ends():
     with Jail(policy=short_policy(), workers=1) as jail:
         events = list(jail.stream(SPIN))
     assert events[0] == {"event": "output", "text": "started\n"}
-    assert events[-1]["event"] == "result" and events[-1]["status"] in KILLED
+    assert isinstance(events[-1], Result) and events[-1].status in KILLED
 
 
 def test_async_jail_stream_delivers_output_before_the_run_ends():
@@ -41,7 +41,7 @@ def test_async_jail_stream_delivers_output_before_the_run_ends():
 
     events = asyncio.run(main())
     assert events[0] == {"event": "output", "text": "started\n"}
-    assert events[-1]["status"] in KILLED
+    assert isinstance(events[-1], Result) and events[-1].status in KILLED
 
 
 def test_cli_stream_delivers_output_before_the_run_ends(tmp_path):
@@ -57,7 +57,7 @@ def test_output_in_a_burst_is_batched_not_lost():
     program = "for i in range(2000):\n    print(i)\n"
     with Jail(policy="default", workers=1) as jail:
         events = list(jail.stream(program))
-    texts = [e["text"] for e in events if e["event"] == "output"]
+    texts = [e["text"] for e in events[:-1] if e["event"] == "output"]
     assert "".join(texts) == "".join(f"{i}\n" for i in range(2000))
     assert len(texts) < 2000  # batched, not one frame per print
-    assert events[-1]["status"] == "ok" and events[-1]["output"] == "".join(texts)
+    assert events[-1].status == "ok" and events[-1].output == "".join(texts)

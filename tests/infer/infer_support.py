@@ -1,6 +1,7 @@
 """Test support: a scripted loopback LLM server and a config writer.
 
-The server speaks Ollama's /api/chat and Anthropic's /v1/messages. Each test
+The server speaks Ollama's /api/chat, Anthropic's /v1/messages and OpenAI's
+/v1/chat/completions. Each test
 queues the replies it wants per API; every request is recorded so a test can
 check what the real client libraries sent (e.g. the validator's errors in the
 feedback turn).
@@ -15,7 +16,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROUTES = {"/api/chat": "ollama", "/v1/messages": "anthropic"}
+ROUTES = {"/api/chat": "ollama", "/v1/messages": "anthropic", "/v1/chat/completions": "openai"}
 
 
 def ollama_text(text, model="test-model"):
@@ -41,6 +42,27 @@ def anthropic_text(text, model="test-model"):
     }
 
 
+def openai_text(text, model="test-model"):
+    return 200, {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1735689600,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def openai_error(status=500, message="internal failure"):
+    return status, {"error": {"message": message, "type": "server_error", "code": None}}
+
+
 def ollama_error(status=500, message="the model crashed"):
     return status, {"error": message}
 
@@ -53,8 +75,9 @@ class LLMServer:
     """Scripted replies per API; `delay` seconds before a reply make timeouts testable."""
 
     def __init__(self):
-        self.replies = {"ollama": deque(), "anthropic": deque()}
+        self.replies = {"ollama": deque(), "anthropic": deque(), "openai": deque()}
         self.requests = []  # (api, parsed JSON body)
+        self.headers = []  # (api, request headers)
         self.stopping = threading.Event()
         server = self
 
@@ -68,6 +91,7 @@ class LLMServer:
                 if api is None:
                     return self._send(404, {"error": f"no route {self.path}"})
                 server.requests.append((api, json.loads(body or b"{}")))
+                server.headers.append((api, dict(self.headers)))
                 if not server.replies[api]:
                     return self._send(500, {"error": "the test scripted no reply"})
                 status, payload, delay = server.replies[api].popleft()
@@ -132,6 +156,10 @@ def clear_provider_env(monkeypatch, tmp_path):
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_PROFILE",
         "ANTHROPIC_CUSTOM_HEADERS",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-anthropic-config"))

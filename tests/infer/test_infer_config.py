@@ -58,8 +58,8 @@ connect_timeout = 0.5
     [
         (
             {"order": ["templates", "gpt"]},
-            "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, or "
-            "define [inference.providers.gpt]",
+            "unknown tier 'gpt' in 'inference.order'; use templates, rules, ollama, anthropic, "
+            "openai, or define [inference.providers.gpt]",
         ),
         ({"order": []}, "'inference.order' must be a list of tier names"),
         ({"order": "rules"}, "'inference.order' must be a list of tier names"),
@@ -92,9 +92,18 @@ connect_timeout = 0.5
             "'inference.providers.anthropic.model' must be a non-empty string",
         ),
         (
-            {"order": ["x"], "providers": {"x": {"kind": "openai"}}},
-            '\'inference.providers.x.kind\' must be "ollama" or "anthropic"',
+            {"order": ["x"], "providers": {"x": {"kind": "gpt"}}},
+            '\'inference.providers.x.kind\' must be "ollama", "anthropic" or "openai"',
         ),
+        (
+            {"order": ["x"], "providers": {"x": {"kind": "openai", "api_key_env": "A-B"}}},
+            "'inference.providers.x.api_key_env' must be the name of an environment variable",
+        ),
+        (
+            {"order": ["x"], "providers": {"x": {"kind": "openai", "host": "h"}}},
+            "unknown key 'inference.providers.x.host'; known keys for an openai provider",
+        ),
+        ({"provider_timeout": 0}, "'inference.provider_timeout' must be a number of seconds > 0"),
         ({"providers": {"rules": {}}}, "'rules' is a built-in tier"),
         ({"providers": {"ollama": "fast"}}, "'inference.providers' must hold tables"),
     ],

@@ -9,10 +9,10 @@ from lackjail.infer import pipeline, prompt
     "level, marker", [("lackpy", "A tool error ends the run"), ("extended", "def/return")]
 )
 def test_the_model_prompt_describes_the_level_in_force(monkeypatch, tmp_path, level, marker):
-    seen = []
+    seen, real = [], prompt.system_prompt
 
-    def capture(spec_text, kit, params):
-        seen.append(spec_text)
+    def capture(language, kit, params):
+        seen.append(real(language, kit, params))
         raise RuntimeError("stop before any request")
 
     monkeypatch.setattr(prompt, "system_prompt", capture)
@@ -22,4 +22,4 @@ def test_the_model_prompt_describes_the_level_in_force(monkeypatch, tmp_path, le
     }
     with pytest.raises(RuntimeError, match="stop before any request"):
         pipeline.generate("count the files", None, (), config=config, root=tmp_path, language=level)
-    assert seen and seen[0].startswith(f"{level} ") and marker in seen[0]
+    assert seen and f"Language spec:\n{level} (spec version" in seen[0] and marker in seen[0]

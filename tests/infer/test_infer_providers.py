@@ -121,7 +121,7 @@ def test_ollama_server_error_falls_through_to_anthropic(llm, kit, tmp_path):
     )
     [sent] = llm.sent("anthropic")
     assert sent["model"] == "test-claude" and sent["system"].startswith(
-        "You write programs in lackpy"
+        "You write programs in a subset of Python"
     )
     assert sent["messages"] == [
         {

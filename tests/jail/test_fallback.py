@@ -1,5 +1,6 @@
-"""Isolation levels: the seccomp fallback runs and says so; a policy demanding
-nsjail refuses to run on a host without it rather than fall back."""
+"""Isolation levels, nsjail > landlock > seccomp: the strongest the host has runs, down
+to the weakest the policy accepts, and the result says which; a policy demanding more
+than the host has refuses rather than fall back."""
 
 import pytest
 
@@ -23,16 +24,46 @@ def host_without_nsjail(monkeypatch):
 
 def test_policy_demanding_nsjail_refuses(host_without_nsjail):
     with pytest.raises(IsolationError) as info:
+        Jail(policy="strict", workers=1)
+    message = str(info.value)
+    assert "policy 'strict' requires nsjail isolation" in message
+    assert "lackjail doctor" in message and 'isolation = "landlock"' in message
+
+
+def test_the_default_policy_falls_back_to_landlock_and_says_so(host_without_nsjail):
+    with Jail(policy="default", workers=1) as jail:
+        r = jail.run("1 + 1")
+    assert (r.status, r.value, r.isolation) == ("ok", 2, "landlock")
+
+
+@pytest.fixture
+def host_without_landlock(monkeypatch):
+    """A kernel without Landlock (its ABI query fails)."""
+    monkeypatch.setattr(isolation.landlock, "abi_version", lambda: 0)
+
+
+def test_a_policy_accepting_landlock_refuses_where_neither_level_runs(
+    host_without_nsjail, host_without_landlock
+):
+    with pytest.raises(IsolationError) as info:
         Jail(policy="default", workers=1)
     message = str(info.value)
-    assert "requires nsjail isolation" in message and "lackjail doctor" in message
-    assert 'isolation = "any"' in message
+    assert "policy 'default' requires landlock isolation or stronger" in message
+    assert "Landlock is not available" in message and 'isolation = "seccomp"' in message
 
 
-def test_policy_allowing_any_falls_back_and_says_so(host_without_nsjail):
+def test_policy_allowing_any_falls_back_to_the_strongest_left(
+    host_without_nsjail, host_without_landlock
+):
     from lackjail.policy import load_policy
 
     policy = load_policy("default").replace(isolation="any")
     with Jail(policy=policy, workers=1) as jail:
         r = jail.run("1 + 1")
     assert (r.status, r.value, r.isolation) == ("ok", 2, "seccomp")
+
+
+def test_an_exact_level_runs_at_that_level_even_where_a_stronger_one_works():
+    with Jail(policy="strict", workers=1, isolation="landlock") as jail:
+        r = jail.run("1 + 1")
+    assert (r.status, r.value, r.isolation) == ("ok", 2, "landlock")

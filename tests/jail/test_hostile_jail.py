@@ -128,7 +128,7 @@ def test_hostile_control_frames(tmp_path, ctrl):
 def test_frames_never_reach_the_controller_callbacks_after_a_protocol_error(tmp_path):
     calls = []
 
-    def handler(tool, args, kwargs):
+    def handler(tool, args, kwargs, deadline=None):
         calls.append(tool)
         raise AssertionError("no call expected")
 

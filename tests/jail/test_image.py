@@ -31,11 +31,13 @@ def test_the_bundled_image_loads_from_the_package():
         (lambda t: t.replace('jailroot = "/opt/lackjail"', 'jailroot = "opt"'), "absolute path"),
         (
             lambda t: t.replace('dst = "/dev/null"', 'dst = "/dev/null"\nmode = 1', 1),
-            "unknown key 'mount[5].mode'",
+            "unknown key 'mount[3].mode'",
         ),
         (lambda t: t.replace("size_mb = 1\n", "size_mb = true\n", 1), "'tmpfs[0].size_mb'"),
         (lambda t: t.replace('"first-layer.kafel"', '"../x"'), "key 'seccomp'"),
-        (lambda t: t.replace("[[symlink]]", "symlink = 1\n[[symlink]]", 1), "symlink"),
+        (lambda t: "symlink = 1\n" + t, "key 'symlink' must be a list of tables"),
+        (lambda t: t.replace("libraries_of = [", "libraries_of = 1 # ["), "'libraries_of' must"),
+        (lambda t: t.replace('libraries_at = "/', 'libraries_at = "'), "'libraries_at' must be"),
     ],
 )
 def test_bad_images_name_the_key(change, message):

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from lackjail.api import AsyncJail
+from lackjail.api import AsyncJail, Result
 
 
 def test_trivial_program_value(jail):
@@ -100,8 +100,8 @@ def test_non_plain_value_becomes_repr(jail):
 
 def test_stream_yields_output_then_result(jail):
     events = list(jail.stream("print('a')\nprint('b')\n7"))
-    assert events[-1]["event"] == "result" and events[-1]["value"] == 7
-    assert "".join(e["text"] for e in events if e["event"] == "output") == "a\nb\n"
+    assert isinstance(events[-1], Result) and events[-1].value == 7
+    assert "".join(e["text"] for e in events[:-1] if e["event"] == "output") == "a\nb\n"
 
 
 def test_async_twin(require_nsjail):
@@ -113,7 +113,8 @@ def test_async_twin(require_nsjail):
 
     values, events = asyncio.run(main())
     assert values == [0, 2, 4, 6, 8]
-    assert events[0] == {"event": "output", "text": "x\n"} and events[-1]["value"] == 1
+    assert events[0] == {"event": "output", "text": "x\n"}
+    assert isinstance(events[-1], Result) and events[-1].value == 1
 
 
 def test_reuse_mode_says_so(require_nsjail):

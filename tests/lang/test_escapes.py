@@ -8,7 +8,7 @@ import pytest
 from lackjail.lang import ProgramLimits, decode_source, validate
 from lackjail.lang import validator as validator_module
 
-TOOLS = ("read_file", "fs")
+TOOLS = ("read_file", "fs.*")
 PARAMS = ("path",)
 
 

@@ -8,16 +8,18 @@ from lackjail.lang.rulebook import RULEBOOK
 
 TOOLS = ("read_file",)
 PARAMS = ("path",)
+SIGNATURES = {"read_file": (("path", ("str",), True),)}  # read_file(path: str)
 
 
 def rules(source, level="extended", **kw):
     kw.setdefault("tools", TOOLS)
     kw.setdefault("params", PARAMS)
+    kw.setdefault("signatures", SIGNATURES)
     return sorted({e.rule for e in validate(source, language=level, **kw).errors})
 
 
 def ok(source, level="extended"):
-    result = validate(source, tools=TOOLS, params=PARAMS, language=level)
+    result = validate(source, tools=TOOLS, params=PARAMS, language=level, signatures=SIGNATURES)
     assert result.valid, result.errors
     return result
 
@@ -76,7 +78,7 @@ def test_every_rule_has_examples_that_show_it(rule_id, entry, monkeypatch):
             _validator_bug(monkeypatch)
         assert rules(bad, "lackpy", **options) == [rule_id], rejected
         return
-    assert level in ("lackpy", "extended")
+    assert level in ("lackpy", "extended", "python")
     assert rule_id in rules(rejected, level), rejected
     ok(accepted, level)
 
@@ -200,9 +202,9 @@ def test_lackpy_stays_the_seed_grammar():
     [
         ("n = 0\nwhile n < 3:\n    n += 1", "use for over range(...) or a tool's result"),
         ("def f(x):\n    return x", "use a lambda as key= or inline the code"),
-        ("try:\n    x = 1\nexcept ValueError:\n    x = 2", "--language extended"),
+        ("try:\n    x = 1\nexcept ValueError:\n    x = 2", "the language level 'extended'"),
         ("for x in [1, 2]:\n    print(x)", "name a literal first"),
-        ("import os", "call a kit tool"),
+        ("import os", "call a tool of the kit"),
     ],
 )
 def test_messages_name_the_alternative(source, alternative):
@@ -211,10 +213,10 @@ def test_messages_name_the_alternative(source, alternative):
 
 
 def test_hints_follow_unknown_and_undefined_names():
-    hint = {"read_file": "pass --kit readonly (read_file is in it)"}
+    hint = {"read_file": "the bundled kit 'readonly' has it"}
     for level in ("lackpy", "extended"):
         errors = validate("x = read_file('a')", language=level, hints=hint).errors
-        assert errors and errors[0].message.endswith("; pass --kit readonly (read_file is in it)")
+        assert errors and errors[0].message.endswith("; the bundled kit 'readonly' has it")
 
 
 @pytest.mark.parametrize(
@@ -287,7 +289,7 @@ def test_spec_describes_the_level_in_force():
         assert rule_id in text
     assert "rejected (extended): " in text and "ToolError" in text
     with pytest.raises(ValueError, match="unknown language level"):
-        spec("python")
+        spec("cobol")
 
 
 NESTED_BREAK = (

@@ -10,8 +10,9 @@ from lackjail.lang import validator as validator_module
 from lackjail.lang.grammar import ALLOWED_NODES
 from lackjail.lang.rulebook import RULES
 
-TOOLS = ("read_file", "fs")
+TOOLS = ("read_file", "fs.*")
 PARAMS = ("path",)
+READ_FILE = {"read_file": (("path", ("str",), True),)}  # read_file(path: str)
 
 
 def found(source, **kw):
@@ -21,6 +22,7 @@ def found(source, **kw):
 
 
 # (rule, program, line, col, extra validate() arguments)
+PY = {"language": "python"}
 REJECTED = [
     ("input-type", None, None, None, {}),
     ("input-type", 42, None, None, {}),
@@ -189,6 +191,25 @@ REJECTED = [
         {"language": "extended"},
     ),
     ("for-iter", "for a in x.y:\n    b = a", 1, 10, {}),
+    ("tool-attribute", "x = read_file.upper()", 1, 15, {}),
+    ("tool-attribute", "x = read_file.name", 1, 15, {"language": "extended"}),
+    ("call-only", "t = type\nx = t(1)", 1, 5, {"language": "python"}),
+    ("call-only", "x = type('A', (), {})", 1, 5, {"language": "python"}),
+    ("call-only", "class A:\n    def f(self):\n        return super(A, self)", 3, 16, PY),
+    ("dunder-method", "class A:\n    def __getattr__(self, n):\n        return n", 2, 5, PY),
+    ("dunder-method", "class A:\n    def __del__(self):\n        pass", 2, 5, PY),
+    ("class-keyword", "class A(metaclass=abs):\n    pass", 1, 9, PY),
+    ("import-module", "import os", 1, 8, PY),
+    ("import-module", "from os import path", 1, 1, PY),
+    ("import-module", "import json.decoder", 1, 8, PY),
+    ("import-name", "from json import codecs", 1, 18, PY),
+    ("import-name", "from typing import get_type_hints", 1, 20, PY),
+    ("import-name", "from operator import attrgetter", 1, 22, PY),
+    ("dunder-string", "x = 'a{0.__class__}'", 1, 5, PY),
+    ("dunder-attribute", "x = 1\ny = x.__class__", 2, 7, PY),
+    ("dunder-attribute", "class A:\n    def f(self):\n        return A.__init__", 3, 18, PY),
+    ("tool-call", "x = read_file(path, 1)", 1, 5, {"signatures": READ_FILE}),
+    ("tool-call", "x = read_file(42)", 1, 15, {"signatures": READ_FILE}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]
@@ -258,7 +279,9 @@ def test_calls_and_variables():
 
 def test_dotted_tools_allow_only_their_members():
     assert validate("fs.read(path)", tools=["fs.read"], params=PARAMS).calls == ["fs.read"]
-    assert validate("fs.read(path)", tools=["fs"], params=PARAMS).valid
+    assert validate("fs.read(path)", tools=["fs.*"], params=PARAMS).valid
+    assert found("fs.read(path)", tools=["fs"]) == [("tool-attribute", 1, 4)]
+    assert found("read_file.upper(path)", tools=["read_file"]) == [("tool-attribute", 1, 11)]
     assert found("fs.write(1)", tools=["fs.read"]) == [("unknown-call", 1, 1)]
 
 

@@ -25,6 +25,7 @@ TOOLS = {
     "docs_index",
     "resolve_doc",
     "delegate",
+    "close_session",
 }
 
 

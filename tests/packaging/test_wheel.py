@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ["lackjail/policies/*.toml", "lackjail/images/*", "lackjail/kit/kits/*.kit"]
+PACKAGE_DATA = [
+    "lackjail/policies/*.toml",
+    "lackjail/images/*",
+    "lackjail/kit/kits/*.kit",
+    "lackjail/kit/docs/*.md",
+    "lackjail/py.typed",
+]
 NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
 
 pytestmark = pytest.mark.slow
@@ -78,7 +84,8 @@ def test_the_wheel_carries_every_bundled_data_file(installed):
     expected = sorted(
         str(p.relative_to(ROOT)) for pattern in PACKAGE_DATA for p in ROOT.glob(pattern)
     )
-    assert expected and len(expected) >= 7, expected  # 3 policies, 2 image files, 3 kits
+    # 3 policies, 2 image files, 3 kits and their 3 docs
+    assert expected and len(expected) >= 10, expected
     assert [name for name in expected if name not in names] == []
 
 

@@ -92,7 +92,7 @@ def test_a_tool_that_closes_its_own_pool_does_not_hang_it(require_nsjail):
     pool = Pool(_policy(), workers=1)
     closed = []
 
-    def handler(tool, args, kwargs):
+    def handler(tool, args, kwargs, deadline=None):
         jail_pids = {p.pid for p in psutil.Process().children(recursive=True)} - before
         pool.close()
         closed.append(_gone(jail_pids))  # killed already: its processes end without us

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from lackjail import protocol
-from lackjail.api import Jail
+from lackjail.api import Jail, Result
 from lackjail.policy import load_policy
 from lackjail.pool import PoolError
 from tests.reliability.procs import descendants, describe, jail_processes, wait_no_leftovers
@@ -63,9 +63,9 @@ def test_kill9_zygotes_and_children_at_random_moments_under_load(require_nsjail)
                         c % 4 == 3
                     ):  # some callers stream: exactly one result event, and it comes last
                         events = list(jail.stream(src))
-                        finals = [e for e in events if e["event"] == "result"]
+                        finals = [e for e in events if isinstance(e, Result)]
                         assert len(finals) == 1 and events[-1] is finals[0], events
-                        got = (finals[0]["status"], finals[0]["value"], finals[0]["errors"])
+                        got = (finals[0].status, finals[0].value, finals[0].errors)
                     else:
                         r = jail.run(src)
                         got = (r.status, r.value, r.errors)

@@ -90,7 +90,7 @@ def test_concurrent_callers_each_get_their_own_results(require_nsjail, mode, rec
 def test_the_benchmark_load_path_checks_every_value(require_nsjail):
     """`lackjail bench --load` (bench.load_figures) at a small size: it reports throughput and
     percentiles and counts no failures."""
-    from lackjail.bench import load_figures
+    from lackjail.bench.jailed import load_figures
 
     figures = load_figures(total=200, callers=CALLERS, workers=2, mode="reuse")
     by_suffix = {key.rsplit(") ", 1)[-1]: value for key, value in figures.items()}

@@ -141,9 +141,16 @@ class World:
         ]
 
     def reset_workspace(self):
-        shutil.rmtree(self.workspace, ignore_errors=True)
+        """Empty the workspace and fill it again; the folder itself stays (a Jail holds the
+        folder it opened, not its path)."""
         ws = self.workspace
-        (ws / "sub").mkdir(parents=True)
+        ws.mkdir(parents=True, exist_ok=True)
+        for child in ws.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        (ws / "sub").mkdir()
         (ws / ".git").mkdir()
         (ws / ".git" / "config").write_text("[core]\n")
         (ws / "notes.txt").write_text("hello notes\n")

@@ -24,9 +24,9 @@ from pathlib import Path
 from lackjail.errors import KitError, ToolCallError
 from lackjail.kit.tools.toolspec import TOOL_NAME_RE
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import read_beneath, read_regular, write_whole
-from lackjail.workspace.owner import Owner
-from lackjail.workspace.paths import inside, show, workspace_root
+from lackjail.workspace.files import read_beneath, read_regular
+from lackjail.workspace.hostfs import Root, workspace_root_of, write_whole
+from lackjail.workspace.paths import inside, show
 
 KITS_DIR = os.path.join(".lackjail", "kits")
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "kits"
@@ -127,7 +127,7 @@ def read_kit(path, workspace=None) -> KitFile:
     full = os.path.abspath(path)
     try:
         root = _root_or_none(workspace)
-        rel = _in_workspace(full, workspace, root) if root is not None else None
+        rel = _in_workspace(full, workspace, root.path) if root is not None else None
         if rel is not None:
             data = read_beneath(root, rel, MAX_KIT_BYTES)
         else:
@@ -153,9 +153,13 @@ def _in_workspace(full: str, workspace, root: str) -> str | None:
     return None
 
 
-def _root_or_none(workspace) -> str | None:
+def _root_or_none(workspace) -> Root | None:
+    """The opened workspace (a Root passed in, or the folder opened now; closed with the last
+    reference), None for none."""
+    if isinstance(workspace, Root):
+        return workspace
     try:
-        return workspace_root(workspace) if workspace is not None else None
+        return Root(workspace) if workspace is not None else None
     except KitError:
         return None
 
@@ -163,7 +167,7 @@ def _root_or_none(workspace) -> str | None:
 def _read_chosen(full: str) -> bytes:
     """A kit file the caller named (or a bundled one): its folder may be anywhere."""
     try:
-        tree = Tree(os.path.realpath(os.path.dirname(full)))
+        tree = Tree(os.path.dirname(full), last_link=True)
     except OSError as exc:
         raise ToolCallError(f"{show(full)}: {exc.strerror or exc}") from None
     try:
@@ -238,10 +242,10 @@ def write_kit(workspace, name: str, text: str, force: bool = False) -> Path:
     unless FORCE. The folder is reached beneath the workspace (no symlink), as its owner."""
     folder = Path(workspace) / KITS_DIR
     path = folder / f"{check_kit_name(name)}.kit"
-    root = workspace_root(workspace)
     try:
-        with Owner.of(root).acting():  # folders and file made as the workspace's owner
-            tree = Tree.below(root, Path(KITS_DIR).as_posix(), create=True)
+        # folders and file made as the workspace's owner, beneath the folder opened once
+        with workspace_root_of(workspace) as root, root.owner.acting():
+            tree = root.tree.below(Path(KITS_DIR).as_posix(), create=True)
             try:
                 write_whole(tree, path.name, text.encode("utf-8"), replace=force)
             finally:

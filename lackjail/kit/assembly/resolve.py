@@ -159,7 +159,8 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
         builder, name = _Builder(box, "kit 'none'"), "none"
     elif isinstance(spec, str) and "," not in spec and _is_kit_file(spec, folder, box):
         kit_file = read_kit(
-            spec if spec.endswith(".kit") else find_kit(spec, folder), workspace=folder
+            spec if spec.endswith(".kit") else find_kit(spec, folder),
+            workspace=folder if workspace is None else workspace,
         )
         name, description, docs = kit_file.name, kit_file.description, kit_file.docs
         builder = _Builder(box, f"kit '{kit_file.name}' ({kit_file.source})")

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from lackjail.errors import LimitExceeded, ToolCallError, ToolDenied
+from lackjail.errors import LimitExceeded, RunOutOfTime, ToolCallError, ToolDenied
 from lackjail.kit.calls.budget import Budget
 from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
 from lackjail.kit.tools.providers import ToolContext
@@ -78,9 +78,10 @@ class ToolSession:
     def stats(self) -> dict:
         return self.budget.stats()
 
-    def call(self, name, args, kwargs) -> CallOutcome:
+    def call(self, name, args, kwargs, deadline: float | None = None) -> CallOutcome:
         """Check and run one call from the program; always returns, never raises for the program's
-        doing.
+        doing. DEADLINE (time.monotonic) is the run's: a call still running then is abandoned
+        and its outcome has the verdict `timeout`.
         """
         with self._lock:
             started = time.perf_counter()
@@ -90,7 +91,7 @@ class ToolSession:
             }
             try:
                 self._check_trace()
-                outcome = self._dispatch(name, args, kwargs, entry)
+                outcome = self._dispatch(name, args, kwargs, entry, deadline)
             except ToolCallError as exc:
                 outcome = CallOutcome(False, None, _message(exc), exc.verdict)
             except (
@@ -126,7 +127,7 @@ class ToolSession:
     def _known(self, name) -> bool:
         return type(name) is str and name in self._host
 
-    def _dispatch(self, name, args, kwargs, entry) -> CallOutcome:
+    def _dispatch(self, name, args, kwargs, entry, deadline) -> CallOutcome:
         # Every call counts, unknown names too: a loop of bad calls still ends.
         self.budget.charge_call()
         if not self._known(name):
@@ -154,7 +155,7 @@ class ToolSession:
         bound = spec.bind(name, args, kwargs)
         self._check_policy(name, spec)
         self._check_approval(name, spec, entry)
-        return self._run(name, spec, bound)
+        return self._run(name, spec, bound, deadline)
 
     def _rule_names(self, name, spec) -> set:
         """Names a policy rule may use for this call: the call name, the tool's own name, its
@@ -184,10 +185,7 @@ class ToolSession:
             else "the tool requires approval"
         )
         if self.approve is None:
-            raise ToolDenied(
-                f"{name} needs approval ({reason}) and there is no approver; "
-                "pass approve= (library) or --yes (CLI)"
-            )
+            raise ToolDenied(f"{name} needs approval ({reason}) and nobody is there to approve it")
         call = {
             "tool": name,
             "args": entry["args"],
@@ -210,19 +208,26 @@ class ToolSession:
                 return float(timeouts[key])
         return spec.timeout_s
 
-    def _run(self, name, spec, bound) -> CallOutcome:
+    def _run(self, name, spec, bound, deadline) -> CallOutcome:
+        timeout = self._timeout(name, spec)
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise RunOutOfTime(f"the run's deadline came before {name} could run")
         view = self.workspace.view(self.budget, writable=self.policy.tools.workspace_writable)
         ctx = ToolContext(workspace=view, policy=self.policy, call_name=name)
         fn = self.kit.toolbox.providers[spec.provider].bind(spec, ctx)
-        timeout = self._timeout(name, spec)
         if self._runner is None:
             self._runner = _ToolThread()
-        box = self._runner.run(fn, bound, timeout)
+        box = self._runner.run(fn, bound, timeout if left is None else min(timeout, left))
         if box is None:  # abandoned: the hung call keeps that thread, which ends with it
             self._runner.stop()
             self._runner = None  # the next call gets a new one
             view.close()
             ctx.cancelled.set()
+            if left is not None and left < timeout:
+                raise RunOutOfTime(
+                    f"the run's deadline came while {name} ran; nothing it wrote was kept"
+                )
             raise ToolCallError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
         view.close()
         if "error" in box:

@@ -167,7 +167,9 @@ def spec_from_function(
         provider_config=provider_config or {},
         description=fields.pop("description", doc["summary"]),
         args=tuple(args),
-        returns=_annotation(inspect.signature(fn).return_annotation) or "Any",
+        returns=fields.pop("returns", None)
+        or _annotation(inspect.signature(fn).return_annotation)
+        or "Any",
         guidance=fields.pop("guidance", doc["use"]),
         input_doc=doc["input"],
         output_doc=doc["output"],

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.files import READ_FLAGS
+from lackjail.workspace.hostfs import READ_FLAGS
 
 
 def resolution_cost_us(runs: int = 2000, rel: str = "src/pkg/module.py") -> dict:

@@ -1,6 +1,28 @@
-"""Programs the validator benchmark times (`lackjail bench`); both are valid with no tools."""
+"""The programs the benchmarks run; all are valid lackpy with no tools."""
+
+from __future__ import annotations
+
+import itertools
 
 TRIVIAL = "x = len([1, 2, 3])\nx"
+# Every measured run gets a text no run had before (its value is still 3): an agent's
+# programs are new, and the controller keeps its verdicts on programs it has seen.
+SHAPE = "x = len([1, 2, N])\nx"
+_serial = itertools.count(1000)
+
+
+def numbered(i: int) -> str:
+    """The trivial program with I in place of N (value 3)."""
+    return SHAPE.replace("N", str(i))
+
+
+def fresh_program() -> str:
+    """The trivial program, a text never used before in this process (thread-safe)."""
+    return numbered(next(_serial))
+
+
+# A loop of N calls to TOOL: the tool-call figures time it with and without the calls.
+CALLS = "total = 0\nfor i in range(N):\n    total += TOOL\ntotal"
 
 TWENTY_LINES = """\
 words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]

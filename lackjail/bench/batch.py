@@ -1,9 +1,8 @@
 """Benchmark figures for many programs: sequential `run`, `Jail.map`, `lackjail batch`, and Ray.
 
-`lackjail bench` may call `batch_runs_per_s()` and `ray_figures()`; or run
-`python -m lackjail.batch_bench [N] [--ray]`. Ray runs in a network namespace
-of its own with only loopback up (it binds to the machine's address otherwise),
-so `ray_figures` needs `unshare` and `ip`, and the `ray` extra.
+`lackjail bench` calls `batch_figures()`; or run `python -m lackjail.bench.batch [N] [--ray]`.
+Ray runs in a network namespace of its own with only loopback up (it binds to the machine's
+address otherwise), so `ray_figures` needs `unshare` and `ip`, and the `ray` extra.
 """
 
 from __future__ import annotations
@@ -15,11 +14,9 @@ import sys
 import tempfile
 import time
 
-
-def _program(i: int) -> str:
-    """The trivial program as a text of its own (value 3): programs are new, as an agent's
-    are, so none gets the verdict the controller keeps for a program it has seen."""
-    return f"x = len([1, 2, {i}])\nx"
+from lackjail.bench.figures import BATCH, MAP, WORKERS, Figures
+from lackjail.bench.jailed import map_throughput
+from lackjail.bench.programs import numbered
 
 
 def _rate(n: int, seconds: float) -> float:
@@ -40,7 +37,7 @@ def batch_runs_per_s(n: int = 10_000, workers: int = 2, isolation=None) -> float
         source, out = os.path.join(tmp, "in.jsonl"), os.path.join(tmp, "out.jsonl")
         with open(source, "w") as fh:
             for i in range(n):
-                fh.write(json.dumps({"id": i, "program": _program(i)}) + "\n")
+                fh.write(json.dumps({"id": i, "program": numbered(i)}) + "\n")
         with Jail(workers=workers, isolation=isolation) as jail:
             jail.pool.wait_full()
             summary = run_batch(source, out, lambda kit, policy: _Borrowed(jail))
@@ -70,10 +67,10 @@ def local_figures(n: int = 10_000, workers: int = 2) -> dict:
         jail.pool.wait_full()
         started = time.perf_counter()
         for i in range(n):
-            jail.run(_program(i))
+            jail.run(numbered(i))
         sequential = _rate(n, time.perf_counter() - started)
         started = time.perf_counter()
-        if not all(r.ok for r in jail.map(_program(n + i) for i in range(n))):
+        if not all(r.ok for r in jail.map(numbered(n + i) for i in range(n))):
             raise RuntimeError("Jail.map: a trivial program failed")
         mapped = _rate(n, time.perf_counter() - started)
     batched = round(batch_runs_per_s(n, workers), 1)
@@ -93,7 +90,7 @@ def ray_figures(n: int = 10_000) -> dict:
     proc = subprocess.run(
         ["unshare", "-n" if root else "-rn", "--", "sh", "-c"]
         + [f'ip link set lo up && exec {back}"$@"', "sh", sys.executable, "-m"]
-        + ["lackjail.batch_bench", str(n), "--inside"],
+        + ["lackjail.bench.batch", str(n), "--inside"],
         capture_output=True,
         text=True,
         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
@@ -110,7 +107,7 @@ def _ray_inside(n: int) -> dict:
     from lackjail.api import Jail
     from lackjail.ray import RayJail
 
-    jobs = [(i, _program(i), None) for i in range(n)]
+    jobs = [(i, numbered(i), None) for i in range(n)]
     with Jail(workers=2) as jail:
         jail.pool.wait_full()
         started = time.perf_counter()
@@ -144,8 +141,16 @@ def _ray_inside(n: int) -> dict:
     }
 
 
+def batch_figures(n=500, isolation=None):
+    """Throughput of `Jail.map` and of `lackjail batch` (4 x N programs each)."""
+    figures = Figures()
+    figures[MAP] = map_throughput(n * 4, isolation)
+    figures[BATCH] = batch_runs_per_s(n * 4, WORKERS, isolation)
+    return figures
+
+
 def main(argv: list[str]) -> None:
-    """`python -m lackjail.batch_bench [N] [--ray] [--ray-only]`: print the figures."""
+    """`python -m lackjail.bench.batch [N] [--ray] [--ray-only]`: print the figures."""
     n = int(argv[0]) if argv and argv[0].isdigit() else 10_000
     if "--inside" in argv:
         print(json.dumps(_ray_inside(n)))

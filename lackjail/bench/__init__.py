@@ -1,0 +1,47 @@
+"""`lackjail bench`: every figure with its anchors, measured in one run.
+
+Benchmarks, not tests: they print numbers and assert nothing about speed. Each figure is a
+plain number (or None with a reason in `unavailable`); `goals()` turns them into ratios
+against the goals, where an anchor-relative goal uses the anchor measured in the same run.
+The anchors (pydantic-monty, lackpy) come from the optional `bench` extra; when one is not
+installed its figures say so and no ratio is made up.
+
+This package sits above everything and nothing imports it: the jail never mounts it.
+"""
+
+from __future__ import annotations
+
+from lackjail.bench.anchors import lackpy_figures, monty_figures
+from lackjail.bench.batch import batch_figures
+from lackjail.bench.figures import Figures, merge
+from lackjail.bench.floor import exec_baseline, handoff_us, validate_figures
+from lackjail.bench.jailed import fresh_figures, reuse_figures
+from lackjail.bench.tools import tool_call_figures
+
+SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")  # in the order they run
+
+
+def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
+    """Run the chosen sections in order; ON_SECTION(title, part) sees each as it ends."""
+    steps = {
+        "floor": (
+            "the floor: validation and an unconfined exec",
+            lambda: merge(validate_figures(), exec_baseline(), handoff_us()),
+        ),
+        "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
+        "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),
+        "tools": ("tool calls", tool_call_figures),
+        "anchors": (
+            "anchors, measured in this run",
+            lambda: merge(monty_figures(n), lackpy_figures(n)),
+        ),
+        "batch": ("batch: Jail.map and lackjail batch", lambda: batch_figures(n, isolation)),
+    }
+    figures = Figures()
+    for name in sections or SECTIONS:
+        title, step = steps[name]
+        part = step()
+        figures = merge(figures, part)
+        if on_section:
+            on_section(title, part)
+    return figures

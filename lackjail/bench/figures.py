@@ -1,0 +1,70 @@
+"""Figures: a name -> number map whose missing numbers say why, and the names every
+section, the goals, the CLI and the tests share."""
+
+from __future__ import annotations
+
+import time
+
+WORKERS = 2
+SPACING_S = 0.01  # the pause before a "spares ready" run: long enough for a zygote to refill
+
+# Figure names, shared by the goals, the CLI and the tests.
+FRESH_B2B = "fresh p50, back to back (us)"
+FRESH_B2B_P99 = "fresh p99, back to back (us)"
+FRESH_SPARE = "fresh p50, spares ready (us)"
+FRESH_SPARE_P99 = "fresh p99, spares ready (us)"
+REUSE = "reuse p50 (us)"
+REUSE_P99 = "reuse p99 (us)"
+REUSE_SAME = "reuse p50, the same program every run (us)"
+TOOL = "host tool call (median us per call)"
+JAIL_TOOL = "jail-placed tool call (median us per call)"
+BENEATH = "openat2 resolution, added per file access (median us)"
+TPUT_FRESH = "fresh throughput, 2 workers (runs/s)"
+TPUT_REUSE = "reuse throughput, 2 workers (runs/s)"
+COLD = "cold start to first result (ms)"
+FAULTS = "child page faults, whole life (minflt per child)"
+FAULTS_READY = "child page faults when ready (minflt per spare)"
+ZYGOTE_START = "zygote CPU to start, with its first spares (ms)"
+MONTY = "monty pooled fresh session p50 (us)"
+MONTY_CALL = "monty external call (median us per call)"
+LACKPY = "lackpy in-process run p50 (us)"
+MAP = "Jail.map throughput, 2 workers (runs/s)"
+MAP_LOAD = "Jail.map throughput, 10,000 programs, 2 workers (runs/s)"  # with --load
+BATCH = "lackjail batch throughput, 2 workers (runs/s)"
+HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
+VALIDATE = "validate trivial (median us)"
+VALIDATE_IDLE = "validate trivial after 10 ms idle (median us)"
+
+
+def pct(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def timeit(fn, n):
+    samples = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1e6)
+    return samples
+
+
+class Figures(dict):
+    """Figure name -> number; `unavailable` says why a figure is None."""
+
+    def __init__(self):
+        super().__init__()
+        self.unavailable: dict[str, str] = {}
+
+    def missing(self, name: str, why: str) -> None:
+        self[name] = None
+        self.unavailable[name] = why
+
+
+def merge(*parts) -> Figures:
+    merged = Figures()
+    for part in parts:
+        merged.update(part)
+        merged.unavailable.update(getattr(part, "unavailable", {}))
+    return merged

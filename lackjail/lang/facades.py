@@ -1,0 +1,190 @@
+"""The standard library a `python`-level program may import, as one table of data.
+
+Each module is a facade: the jail builds, before it forks a child, a fresh
+module object holding exactly the names listed here (no submodule, no module
+the real one imported, nothing private), and `import X` or `from X import Y`
+finds only those. The validator reads the same table (an unknown module or
+name is rejected before anything runs) and `lackjail spec` shows it.
+
+Left out on purpose: helpers that look attributes up by a runtime string
+(operator.attrgetter/methodcaller, string.Formatter, functools.singledispatch
+and typing.get_type_hints, which evaluate string annotations;
+dataclasses.make_dataclass, whose namespace names any attribute), anything
+that reads files, the clock's settings or the network (time.tzset, uuid.uuid1,
+hashlib.file_digest), printers bound to the process's own streams
+(pprint.PrettyPrinter, typing.reveal_type), and metaclasses.
+"""
+
+_NAMES = {
+    "__future__": "annotations",
+    "abc": "ABC abstractmethod",
+    "base64": (
+        "a85decode a85encode b16decode b16encode b32decode b32encode b32hexdecode "
+        "b32hexencode b64decode b64encode b85decode b85encode decodebytes encodebytes "
+        "standard_b64decode standard_b64encode urlsafe_b64decode urlsafe_b64encode"
+    ),
+    "binascii": (
+        "Error Incomplete a2b_base64 a2b_hex a2b_qp a2b_uu b2a_base64 b2a_hex b2a_qp b2a_uu "
+        "crc32 crc_hqx hexlify unhexlify"
+    ),
+    "bisect": "bisect bisect_left bisect_right insort insort_left insort_right",
+    "cmath": (
+        "acos acosh asin asinh atan atanh cos cosh e exp inf infj isclose isfinite isinf isnan "
+        "log log10 nan nanj phase pi polar rect sin sinh sqrt tan tanh tau"
+    ),
+    "collections": (
+        "ChainMap Counter OrderedDict UserDict UserList UserString defaultdict deque namedtuple"
+    ),
+    "copy": "Error copy deepcopy",
+    "csv": (
+        "Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
+        "QUOTE_NONNUMERIC QUOTE_NOTNULL QUOTE_STRINGS Sniffer excel excel_tab field_size_limit "
+        "get_dialect list_dialects reader register_dialect unix_dialect unregister_dialect writer"
+    ),
+    "dataclasses": (
+        "FrozenInstanceError InitVar KW_ONLY MISSING asdict astuple dataclass field fields "
+        "is_dataclass replace"
+    ),
+    "datetime": "MAXYEAR MINYEAR UTC date datetime time timedelta timezone tzinfo",
+    "decimal": (
+        "BasicContext Clamped Context ConversionSyntax Decimal DecimalException DecimalTuple "
+        "DefaultContext DivisionByZero DivisionImpossible DivisionUndefined ExtendedContext "
+        "FloatOperation Inexact InvalidContext InvalidOperation MAX_EMAX MAX_PREC MIN_EMIN "
+        "MIN_ETINY Overflow ROUND_05UP ROUND_CEILING ROUND_DOWN ROUND_FLOOR ROUND_HALF_DOWN "
+        "ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP Rounded Subnormal Underflow getcontext "
+        "localcontext setcontext"
+    ),
+    "difflib": (
+        "Differ HtmlDiff IS_CHARACTER_JUNK IS_LINE_JUNK Match SequenceMatcher context_diff "
+        "diff_bytes get_close_matches ndiff restore unified_diff"
+    ),
+    "enum": "Enum Flag IntEnum IntFlag StrEnum auto unique",
+    "fractions": "Fraction",
+    # wraps and update_wrapper take the wrapped function only: their `assigned` and
+    # `updated` arguments name attributes to copy.
+    "functools": (
+        "WRAPPER_ASSIGNMENTS WRAPPER_UPDATES cache cached_property cmp_to_key lru_cache partial "
+        "partialmethod reduce total_ordering update_wrapper wraps"
+    ),
+    # hashlib.new takes the names of algorithms_guaranteed only (others would load providers).
+    "hashlib": (
+        "algorithms_guaranteed blake2b blake2s md5 new sha1 sha224 sha256 sha384 sha3_224 "
+        "sha3_256 sha3_384 sha3_512 sha512 shake_128 shake_256"
+    ),
+    "heapq": "heapify heappop heappush heappushpop heapreplace merge nlargest nsmallest",
+    "io": "BytesIO StringIO",
+    "itertools": (
+        "accumulate batched chain combinations combinations_with_replacement compress count "
+        "cycle dropwhile filterfalse groupby islice pairwise permutations product repeat "
+        "starmap takewhile tee zip_longest"
+    ),
+    "json": "JSONDecodeError JSONDecoder JSONEncoder dump dumps load loads",
+    "math": (
+        "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist "
+        "e erf erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot inf "
+        "isclose isfinite isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nan "
+        "nextafter perm pi pow prod radians remainder sin sinh sqrt sumprod tan tanh tau trunc "
+        "ulp"
+    ),
+    "operator": (
+        "abs add and_ call concat contains countOf delitem eq floordiv ge getitem gt iadd iand "
+        "iconcat ifloordiv ilshift imatmul imod imul index indexOf inv invert ior ipow irshift "
+        "is_ is_not isub itemgetter itruediv ixor le length_hint lshift lt matmul mod mul ne "
+        "neg not_ or_ pos pow rshift setitem sub truediv truth xor"
+    ),
+    # pprint and pp print with the program's own print.
+    "pprint": "isreadable isrecursive pformat pp pprint saferepr",
+    "random": (
+        "Random betavariate binomialvariate choice choices expovariate gammavariate gauss "
+        "getrandbits getstate lognormvariate normalvariate paretovariate randbytes randint "
+        "random randrange sample seed setstate shuffle triangular uniform vonmisesvariate "
+        "weibullvariate"
+    ),
+    "re": (
+        "A ASCII DOTALL I IGNORECASE L LOCALE M MULTILINE Match NOFLAG Pattern RegexFlag S U "
+        "UNICODE VERBOSE X compile error escape findall finditer fullmatch match purge search "
+        "split sub subn"
+    ),
+    "statistics": (
+        "NormalDist StatisticsError correlation covariance fmean geometric_mean harmonic_mean "
+        "linear_regression mean median median_grouped median_high median_low mode multimode "
+        "pstdev pvariance quantiles stdev variance"
+    ),
+    "string": (
+        "Template ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits "
+        "octdigits printable punctuation whitespace"
+    ),
+    "textwrap": "TextWrapper dedent fill indent shorten wrap",
+    "time": (
+        "altzone asctime ctime daylight get_clock_info gmtime localtime mktime monotonic "
+        "monotonic_ns perf_counter perf_counter_ns process_time process_time_ns sleep strftime "
+        "strptime struct_time thread_time thread_time_ns time time_ns timezone tzname"
+    ),
+    "typing": (
+        "AbstractSet Annotated Any AnyStr ByteString Callable ChainMap ClassVar Collection "
+        "Concatenate Container Counter DefaultDict Deque Dict Final FrozenSet Generator Generic "
+        "Hashable ItemsView Iterable Iterator KeysView List Literal LiteralString Mapping "
+        "MappingView MutableMapping MutableSequence MutableSet NamedTuple Never NewType NoReturn "
+        "NotRequired Optional OrderedDict ParamSpec Protocol Required Reversible Self Sequence "
+        "Set Sized SupportsAbs SupportsBytes SupportsComplex SupportsFloat SupportsIndex "
+        "SupportsInt SupportsRound TYPE_CHECKING Text Tuple Type TypeAlias TypeGuard TypeVar "
+        "TypeVarTuple TypedDict Union Unpack ValuesView assert_never assert_type cast final "
+        "is_typeddict overload override runtime_checkable"
+    ),
+    "unicodedata": (
+        "bidirectional category combining decimal decomposition digit east_asian_width "
+        "is_normalized lookup mirrored name normalize numeric unidata_version"
+    ),
+    "uuid": (
+        "NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 SafeUUID UUID uuid3 uuid4 uuid5"
+    ),
+}
+# module -> the names its facade holds
+FACADES = {module: tuple(names.split()) for module, names in _NAMES.items()}
+
+# Modules a program reaches for instead of a kit tool, and what to write instead; any other
+# module not in FACADES is rejected with the list of those that are.
+_FILES = "call a kit tool: read_file, write_file, find_files (`lackjail kit list`)"
+_NETWORK = "the jail has no network: call a kit tool that fetches (`lackjail kit list`)"
+_CODE = "the jail does not load or inspect code: write the code in the program"
+_PROCESS = "the jail runs no other process or thread: do the work in the program"
+INSTEAD = {
+    "os": f"{_FILES}; parameters instead of the environment",
+    "os.path": "join paths with '/'.join(...) or an f-string; " + _FILES,
+    "sys": "parameters instead of sys.argv, print() instead of sys.stdout, raise to stop",
+    "pathlib": _FILES,
+    "shutil": _FILES,
+    "glob": _FILES,
+    "fnmatch": _FILES,
+    "tempfile": _FILES,
+    "fileinput": _FILES,
+    "subprocess": _PROCESS,
+    "multiprocessing": _PROCESS,
+    "threading": _PROCESS,
+    "concurrent": _PROCESS,
+    "asyncio": _PROCESS,
+    "signal": _PROCESS,
+    "socket": _NETWORK,
+    "ssl": _NETWORK,
+    "urllib": _NETWORK,
+    "http": _NETWORK,
+    "requests": _NETWORK,
+    "httpx": _NETWORK,
+    "importlib": _CODE,
+    "inspect": _CODE,
+    "types": _CODE,
+    "builtins": _CODE,
+    "gc": _CODE,
+    "ctypes": _CODE,
+    "code": _CODE,
+    "codeop": _CODE,
+    "dis": _CODE,
+    "ast": _CODE,
+    "runpy": _CODE,
+    "pickle": "use json (import json) for data",
+    "marshal": "use json (import json) for data",
+    "shelve": _FILES,
+    "logging": "use print()",
+    "warnings": "use print()",
+    "traceback": "a failed run reports its traceback itself",
+}

@@ -1,0 +1,154 @@
+"""Sessions, end to end in the real jail: state kept from run to run within a session, and
+nothing of it seen by another session or by a plain run; a lost state said and started over."""
+
+import asyncio
+import time
+
+import pytest
+
+from lackjail import lang
+from lackjail.api import AsyncJail, Jail
+from lackjail.policy import load_policy
+from lackjail.sessions import SessionError
+
+pytestmark = pytest.mark.nsjail
+
+
+def _policy(**pool):
+    base = load_policy("default")
+    limits = base.limits.__class__(wall_s=2.0, cpu_s=1, memory_mb=128)
+    return base.replace(limits=limits, pool=base.pool.__class__(**pool), language="extended")
+
+
+@pytest.fixture(scope="module")
+def jail(require_nsjail):
+    with Jail(policy=_policy(max_sessions=3), workers=1) as j:
+        yield j
+
+
+def test_variables_functions_and_classes_last_from_run_to_run(jail):
+    with jail.session() as s:
+        first = s.run("count = 2\ndef double(x):\n    return x * 2\nnames = ['a']")
+        assert first.status == "ok", first.errors
+        second = s.run("count = double(count)\nnames.append('b')\n[count, names]")
+        assert (second.status, second.value) == ("ok", [4, ["a", "b"]]), second.errors
+        assert second.mode == "session"
+        assert {"count", "double", "names"} <= set(s.names)
+
+
+def test_classes_last_from_run_to_run(require_nsjail):
+    if "python" not in lang.LEVELS:
+        pytest.skip("classes come with the python language level, which this build lacks")
+    policy = _policy().replace(language="python")
+    with Jail(policy=policy, workers=1) as j, j.session() as s:
+        defined = s.run(
+            "class Point:\n    def __init__(self, x):\n        self.x = x\np = Point(3)"
+        )
+        assert defined.status == "ok", defined.errors
+        used = s.run("q = Point(p.x + 1)\nq.x")
+        assert (used.status, used.value) == ("ok", 4), used.errors
+
+
+def test_params_are_bound_as_variables_and_persist(jail):
+    with jail.session() as s:
+        assert s.run("seen = [n]", {"n": 1}).status == "ok"
+        again = s.run("n = n + 10\nseen.append(n)\nseen")
+        assert (again.status, again.value) == ("ok", [1, 11]), again.errors
+
+
+def test_a_plain_run_never_sees_a_session_variable(jail):
+    with jail.session() as s:
+        assert s.run("secret = 41").status == "ok"
+        plain = jail.run("secret")
+        assert plain.status == "invalid" and "secret" in plain.errors[0]["message"]
+        assert s.run("secret + 1").value == 42
+
+
+def test_two_sessions_do_not_see_each_other(jail):
+    with jail.session() as a, jail.session() as b:
+        assert a.run("mine = 'a'").status == "ok"
+        assert b.run("mine = 'b'").status == "ok"
+        assert a.run("mine").value == "a"
+        assert b.run("mine").value == "b"
+        other = b.run("only_a = 1")
+        assert other.status == "ok"
+        missing = a.run("only_a")
+        assert missing.status == "invalid" and "only_a" in missing.errors[0]["message"]
+
+
+def test_state_lost_after_a_timeout_is_said_and_the_session_starts_clean(jail):
+    with jail.session() as s:
+        assert s.run("kept = 1").status == "ok"
+        slow = s.run("n = 0\nwhile True:\n    n = n + 1")
+        assert slow.status == "timeout"
+        after = s.run("fresh = 2\nfresh")
+        assert (after.status, after.value) == ("ok", 2)
+        assert after.errors and after.errors[0]["message"].startswith(
+            "the session's state was lost: the run before ended with 'timeout'"
+        )
+        gone = s.run("kept")
+        assert gone.status == "invalid" and "kept" in gone.errors[-1]["message"]
+        assert s.run("fresh").value == 2  # the new state lasts, and the note is said once
+        assert s.names == ("fresh",)
+
+
+def test_an_error_keeps_the_state(jail):
+    with jail.session() as s:
+        failed = s.run("partial = 1\nboom = 1 // 0")
+        assert failed.status == "error"
+        assert s.run("partial").value == 1
+
+
+def test_a_jail_allows_max_sessions_then_says_why(jail):
+    opened = [jail.session() for _ in range(3)]
+    try:
+        with pytest.raises(SessionError, match="max_sessions"):
+            jail.session()
+        opened.pop().close()
+        with jail.session() as again:  # a closed one frees its place
+            assert again.run("1 + 1").value == 2
+    finally:
+        for s in opened:
+            s.close()
+
+
+def test_an_idle_session_is_closed(jail):
+    s = jail.session(idle_timeout_s=0.3)
+    assert s.run("x = 1").status == "ok"
+    deadline = time.monotonic() + 30
+    while not s.closed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s.closed and "idle" in s.ended
+    with pytest.raises(SessionError, match="idle"):
+        s.run("x")
+
+
+def test_a_closed_session_refuses_runs(jail):
+    s = jail.session()
+    s.close()
+    with pytest.raises(SessionError, match="closed"):
+        s.run("1")
+
+
+def test_session_stream_ends_with_a_result(jail):
+    with jail.session() as s:
+        s.run("greeting = 'hi'")
+        events = list(s.stream("print(greeting)\n5"))
+    assert events[0] == {"event": "output", "text": "hi\n"}
+    assert events[-1].value == 5 and events[-1].mode == "session"
+
+
+def test_async_sessions_keep_state_and_stay_apart(require_nsjail):
+    async def main():
+        async with AsyncJail(policy=_policy(), workers=1) as ajail:
+            async with ajail.session() as a, ajail.session() as b:
+                await asyncio.gather(a.run("v = 'a'"), b.run("v = 'b'"))
+                got = await asyncio.gather(a.run("v"), b.run("v"))
+                plain = await ajail.run("v")
+                streamed = [e async for e in a.stream("print(v)\nv")]
+                return [r.value for r in got], plain, streamed
+
+    values, plain, streamed = asyncio.run(main())
+    assert values == ["a", "b"]
+    assert plain.status == "invalid"
+    assert streamed[0]["text"] == "a\n" and streamed[-1].value == "a"

@@ -1,0 +1,287 @@
+"""The python level: what it accepts beyond extended, what stays out, its facade table, and
+the validator bugs fixed on the way (at every level)."""
+
+import sys
+import timeit
+
+import pytest
+
+from lackjail.lang import LANGUAGES, render, spec, validate
+from lackjail.lang.facades import FACADES, INSTEAD
+from lackjail.lang.grammar import DEFINABLE_DUNDERS
+
+TOOLS = ("read_file",)
+PARAMS = ("path",)
+
+
+def rules(source, level="python", **kw):
+    kw.setdefault("tools", TOOLS)
+    kw.setdefault("params", PARAMS)
+    return sorted({e.rule for e in validate(source, language=level, **kw).errors})
+
+
+ACCEPTED = [
+    "import json\nx = json.loads('[1]')",
+    "import json as j, re\nx = j.dumps(re.findall('a', 'aa'))",
+    "from collections import Counter, defaultdict as dd\nc = Counter('ab')\nd = dd(list)",
+    "from __future__ import annotations\ndef f(x: Later) -> Later:\n    return x\n"
+    "class Later:\n    pass",
+    "class A:\n    n = 0\n    def __init__(self, x):\n        self.x = x\n        A.n += 1\n"
+    "    def __repr__(self):\n        return f'A({self.x})'\n    def __eq__(self, o):\n"
+    "        return isinstance(o, A) and o.x == self.x\n    __hash__ = None\na = A(1)",
+    "class E(ValueError):\n    def __init__(self, m):\n        super().__init__(m)\n        "
+    "self.m = m\ntry:\n    raise E('x')\nexcept E as e:\n    y = e.m",
+    "from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass P:\n    x: int\n"
+    "    y: list = field(default_factory=list)\np = P(1)",
+    "class C:\n    @property\n    def v(self):\n        return self._v\n    @v.setter\n"
+    "    def v(self, x):\n        self._v = x\n    @staticmethod\n    def s():\n        return 1\n"
+    "    @classmethod\n    def c(cls):\n        return cls()",
+    "def deco(f):\n    def inner(*a, **k):\n        return f(*a, **k)\n    return inner\n"
+    "@deco\ndef g(x):\n    return x\ng(1)",
+    "def counter():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n"
+    "        return n\n    return inc",
+    "total = 0\ndef add(x):\n    global total\n    total += x\nadd(1)",
+    "class M:\n    def __enter__(self):\n        return self\n    def __exit__(self, *a):\n"
+    "        return False\nwith M() as m:\n    pass",
+    "d = {'a': 1}\ndel d['a']\nx = 1\ndel x",
+    "if (n := len([1])) > 0:\n    y = n",
+    "def f(**kw):\n    return kw\nx = f(**{'a': 1})",
+    "x = (id(1), hash('a'), bytes(2), slice(1, 2), callable(len), issubclass(bool, int))",
+    "x = type(1) is int\ny = format(3.14159, '.2f')\nz = object()",
+    "x = 'hi____'\ny = 'a__b'\nz = b'__'",
+    "if __name__ == '__main__':\n    print('main')",
+    "list = [1]\nid = 3",
+    "import json\ntry:\n    json.loads('{')\nexcept (json.JSONDecodeError, KeyError):\n    pass",
+    "from typing import Optional, List\ndef f(x: Optional[int] = None) -> List[int]:\n"
+    "    return [x]",
+    "from enum import Enum, auto\nclass Color(Enum):\n    RED = auto()\nc = Color.RED.name",
+    "x: int = 1\ny: list",
+    "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
+    "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
+    "x = '{}-{}'.format(1, 2)",
+]
+# Accepted at extended too.
+BOTH = {"x = '{}-{}'.format(1, 2)"}
+
+
+@pytest.mark.parametrize("source", ACCEPTED)
+def test_accepted(source):
+    result = validate(source, tools=TOOLS, params=PARAMS, language="python")
+    assert result.valid, result.errors
+
+
+REJECTED = [
+    ("import os", "import-module"),
+    ("import sys", "import-module"),
+    ("from pathlib import Path", "import-module"),
+    ("import subprocess", "import-module"),
+    ("import importlib", "import-module"),
+    ("import collections.abc", "import-module"),
+    ("from . import x", "import-module"),
+    ("from json import *", "import-name"),
+    ("from json import codecs", "import-name"),
+    ("from typing import get_type_hints", "import-name"),
+    ("from functools import singledispatch", "import-name"),
+    ("from string import Formatter", "import-name"),
+    ("from operator import methodcaller", "import-name"),
+    ("from dataclasses import make_dataclass", "import-name"),
+    ("from __future__ import braces", "import-name"),
+    ("import json\nx = json.__dict__", "dunder-attribute"),
+    ("x = (1).__class__", "dunder-attribute"),
+    ("class A:\n    def f(self):\n        return self.__dict__", "dunder-attribute"),
+    ("class A:\n    pass\nA.__init__", "dunder-attribute"),
+    ("class A:\n    def __getattribute__(self, n):\n        return 1", "dunder-method"),
+    ("class A:\n    def __init_subclass__(cls):\n        pass", "dunder-method"),
+    ("class A:\n    def __set_name__(self, o, n):\n        pass", "dunder-method"),
+    ("class A:\n    def __class_getitem__(cls, i):\n        pass", "dunder-method"),
+    ("class A:\n    def __reduce__(self):\n        pass", "dunder-method"),
+    ("class A:\n    def __new__(cls):\n        pass", "dunder-method"),
+    ("class A:\n    def __get__(self, o, t):\n        pass", "dunder-method"),
+    ("class A:\n    __getattr__ = len", "dunder-name"),
+    ("def __init__(self):\n    pass", "dunder-name"),
+    ("class A(metaclass=abs):\n    pass", "class-keyword"),
+    ("class A(object, total=False):\n    pass", "class-keyword"),
+    ("x = type", "call-only"),
+    ("x = type(1, 2, 3)", "call-only"),
+    ("x = [super]", "call-only"),
+    ("x = getattr(1, 'real')", "forbidden-name"),
+    ("x = vars()", "forbidden-name"),
+    ("x = eval('1')", "forbidden-name"),
+    ("x = open('f')", "forbidden-name"),
+    ("x = '__class__'", "dunder-string"),
+    ("x = '{0.__class__}'", "dunder-string"),
+    ("x = b'__import__'", "dunder-string"),
+    ("s = 'a'\nx = s.format(1)", "format-attribute"),
+    ("x = '{0.real}'.format(1)", "format-attribute"),
+    ("x = 'a'.format_map({})", "format-attribute"),
+    ("try:\n    x = 1\nexcept:\n    x = 2", "except-class"),
+    ("def f():\n    yield 1", "forbidden-node"),
+    ("async def f():\n    pass", "forbidden-node"),
+    ("match 1:\n    case 1:\n        pass", "forbidden-node"),
+    ("__name__ = 'x'", "dunder-name"),
+    ("read_file = 1", "rebind-tool"),
+    ("path = 1", "rebind-param"),
+    ("x = read_file.upper()", "tool-attribute"),
+    (
+        "try:\n    x = 1\nexcept ValueError as e:\n    y = e.with_traceback(None)",
+        "internal-attribute",
+    ),
+    ("def f():\n    return 1\nx = f.func_globals", "internal-attribute"),
+]
+
+
+@pytest.mark.parametrize(("source", "rule"), REJECTED)
+def test_rejected(source, rule):
+    assert rule in rules(source), rules(source)
+
+
+def test_a_forbidden_module_names_the_tool_to_use_instead():
+    (error,) = validate("import os", language="python").errors
+    assert "read_file" in error.message and (error.line, error.col) == (1, 8)
+    (error,) = validate("import requests", language="python").errors
+    assert "network" in error.message
+    (error,) = validate("import numpy", language="python").errors
+    assert "json" in error.message  # the modules there are
+
+
+def test_the_levels_below_stay_as_they_were():
+    """What python accepts, extended and lackpy still reject (a sample of the new surface)."""
+    for source in set(ACCEPTED) - BOTH:
+        assert not validate(source, tools=TOOLS, params=PARAMS, language="extended").valid, source
+    assert rules("x = 'hi____'", "extended") == ["dunder-string"]
+    assert rules("class A:\n    pass", "extended") == ["forbidden-node"]
+    assert rules("d = {}\nd.x = 1", "extended") == ["attribute-store"]
+    assert rules("x = id(1)", "extended") == ["forbidden-name"]
+
+
+# -- the bugs, each at every level -------------------------------------------------
+
+
+@pytest.mark.parametrize("level", LANGUAGES)
+def test_a_set_of_two_starred_items_is_no_internal_error(level):
+    """`{*a, *b}` failed with an internal validator error (a set display has no ctx)."""
+    assert rules("a = [1]\nb = [2]\nx = {*a, *b}", level) == []
+    assert rules("a = [1]\n*x, *y = a", level) == ["syntax"]
+
+
+@pytest.mark.parametrize("level", LANGUAGES)
+def test_a_tools_attribute_is_rejected(level):
+    """`read_file.upper(...)` was accepted, and recorded a call of `read_file.upper`."""
+    assert rules("x = read_file.upper(path)", level) == ["tool-attribute"]
+    assert rules("x = read_file.name", level) == ["tool-attribute"]
+    assert rules("x = read_file(path).upper()", level) == []
+    result = validate("x = fs.read(1)", tools=["fs.read"], language=level)
+    assert result.valid and result.calls == ["fs.read"]
+    assert validate("x = fs.anything(1)", tools=["fs.*"], language=level).valid
+
+
+@pytest.mark.parametrize("level", ["extended", "python"])
+def test_with_traceback_is_out_of_reach(level):
+    source = "try:\n    x = 1 / 0\nexcept ZeroDivisionError as e:\n    t = e.with_traceback(None)"
+    assert rules(source, level) == ["internal-attribute"]
+
+
+# -- the facade table ---------------------------------------------------------------
+
+
+def test_the_facade_table_names_public_non_module_names_that_exist():
+    """Every name of the table exists in this Python, is public, and is no module; the
+    helpers that look attributes up by a runtime string are not in it."""
+    import importlib
+    import types
+
+    for module, names in FACADES.items():
+        real = importlib.import_module(module)
+        assert names and len(set(names)) == len(names), module
+        for name in names:
+            assert not name.startswith("_"), (module, name)
+            assert not isinstance(getattr(real, name), types.ModuleType), (module, name)
+    assert "attrgetter" not in FACADES["operator"] and "methodcaller" not in FACADES["operator"]
+    assert "Formatter" not in FACADES["string"]
+    assert (
+        "get_type_hints" not in FACADES["typing"] and "singledispatch" not in FACADES["functools"]
+    )
+    assert FACADES["io"] == ("BytesIO", "StringIO")
+    for forbidden in ("os", "sys", "subprocess", "socket", "importlib", "pickle", "builtins"):
+        assert forbidden not in FACADES and forbidden in INSTEAD
+
+
+def test_the_definable_dunders_hold_no_hook_of_lookup_creation_or_finalisation():
+    for hook in (
+        "__getattribute__",
+        "__getattr__",
+        "__setattr__",
+        "__delattr__",
+        "__init_subclass__",
+        "__set_name__",
+        "__class_getitem__",
+        "__del__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__new__",
+        "__get__",
+        "__set__",
+        "__dict__",
+        "__class__",
+    ):
+        assert hook not in DEFINABLE_DUNDERS
+    assert {"__init__", "__repr__", "__eq__", "__enter__", "__exit__", "__add__"} <= (
+        DEFINABLE_DUNDERS
+    )
+
+
+def test_spec_documents_the_python_level():
+    data = spec("python")
+    assert data["language"] == "python" and "ClassDef" in data["nodes"]
+    assert data["modules"]["json"] == list(FACADES["json"])
+    assert "__init__" in data["dunder_methods"] and "__getattr__" not in data["dunder_methods"]
+    assert "type" in data["builtins"] and "getattr" in data["forbidden_names"]
+    text = render(data)
+    assert "json: JSONDecodeError" in text and "Dunder methods a class may define" in text
+    assert "yield" in data["summary"] and "match" in data["summary"]
+    assert spec("extended")["modules"] == {}
+
+
+# -- cost ---------------------------------------------------------------------------
+
+TWENTY_LINES = """\
+words = read_file(path).split()
+counts = {}
+for w in words:
+    counts[w] = counts.get(w, 0) + 1
+def top(n):
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ranked[:n]
+total = 0
+i = 0
+while i < len(words):
+    total += len(words[i])
+    i += 1
+try:
+    ratio = total / len(words)
+except ZeroDivisionError:
+    ratio = 0.0
+best = top(3)
+label = f"{len(words)} words, {ratio:.2f} avg"
+print(label)
+[best, label]
+"""
+
+
+def test_validating_a_twenty_line_program_at_python_costs_about_what_extended_does():
+    """The goal is <= 1.2x (measured ~0.95-1.0x). The two levels are timed in turns and the
+    best of many turns kept, so a loaded machine slows both alike; the bound leaves room."""
+    assert validate(TWENTY_LINES, tools=TOOLS, params=PARAMS, language="python").valid
+    best = {"python": float("inf"), "extended": float("inf")}
+    for _ in range(15):
+        for level in best:
+            took = timeit.timeit(
+                lambda level=level: validate(
+                    TWENTY_LINES, tools=TOOLS, params=PARAMS, language=level
+                ),
+                number=100,
+            )
+            best[level] = min(best[level], took)
+    ratio = best["python"] / best["extended"]
+    print(f"python/extended validation cost: {ratio:.3f}", file=sys.stderr)
+    assert ratio < 2.0, ratio

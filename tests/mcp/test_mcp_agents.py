@@ -1,0 +1,114 @@
+"""What an agent meets over MCP: the kit's tools in the descriptions, hints it can act on (no
+command-line flags), the bundled kits' docs, a server that answers before its jail is open, and
+sessions that keep state between calls. In process, with the SDK's own client."""
+
+import json
+import threading
+from concurrent.futures import Future
+
+import anyio
+from mcp import Client
+
+from lackjail.checker import Checker
+from lackjail.kit import resolve_kit
+from lackjail.mcp import Served, build_server
+from lackjail.policy import load_policy
+
+
+def payload(result) -> dict:
+    data = json.loads(result.content[0].text)
+    assert result.structured_content == data
+    return data
+
+
+def talk(server, body):
+    """BODY(client) against SERVER through the SDK's in-memory transport; BODY's value."""
+
+    async def main():
+        async with Client(server) as client:
+            with anyio.fail_after(120):
+                return await body(client)
+
+    return anyio.run(main)
+
+
+def opening(kit_name: str, workspace, future: Future) -> Served:
+    """A Served whose jail is FUTURE, made from kit KIT_NAME, as `lackjail serve` makes it."""
+    policy, kit = load_policy("default"), resolve_kit(kit_name)
+    return Served(
+        future,
+        policy=policy,
+        kit=kit,
+        workspace=str(workspace),
+        checker=Checker(policy, kit),
+    )
+
+
+def test_descriptions_list_the_kits_tools_and_hints_name_no_flag(tmp_path):
+    """Nothing here needs the jail: the server answers while it is still opening."""
+    never: Future = Future()  # a jail that is still opening, all test long
+    server = build_server(opening("readonly", tmp_path, never))
+    kit = resolve_kit("readonly")
+
+    async def body(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("run_program", "check_program"):
+            for call, spec in kit.specs.items():
+                assert spec.signature(call) in tools[name].description, (name, call)
+        assert "write_file" not in tools["run_program"].description
+        assert "session" in tools["run_program"].input_schema["properties"]
+
+        checks = {
+            "x = write_file('a', 'b')": "the bundled kit 'files' has it",
+            "x = read_file('a', 'b')": "call it as read_file(path: str)",
+            "while True:\n    x = 1": "use the language level 'extended'",
+            "import os": "call a tool of the kit",
+        }
+        for program, hint in checks.items():
+            errors = payload(await client.call_tool("check_program", {"program": program}))
+            messages = " ".join(e["message"] for e in errors["errors"])
+            assert hint in messages and "--" not in messages, messages
+
+        index = payload(await client.call_tool("docs_index", {}))
+        assert index["docs"] == {"lackjail:readonly.md": "kit readonly"}
+        doc = payload(await client.call_tool("resolve_doc", {"path": "lackjail:readonly.md"}))
+        assert doc["text"].startswith("# kit readonly")
+        return True
+
+    assert talk(server, body) and not never.done()
+
+
+def test_a_jail_that_could_not_open_is_the_error_of_each_run(tmp_path):
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("nsjail cannot run here: no user namespaces"))
+    server = build_server(opening("readonly", tmp_path, failed))
+
+    async def body(client):
+        ran = await client.call_tool("run_program", {"program": "1 + 1"})
+        assert ran.is_error
+        assert ran.content[0].text.endswith(
+            "the jail could not start: nsjail cannot run here: no user namespaces"
+        )
+        checked = payload(await client.call_tool("check_program", {"program": "1 + 1"}))
+        assert checked["valid"] is True
+
+    talk(server, body)
+
+
+def test_a_run_waits_for_the_jail_that_is_opening(tmp_path, require_nsjail):
+    from lackjail import Jail
+
+    later: Future = Future()
+    server = build_server(opening("readonly", tmp_path, later))
+
+    def open_now():
+        later.set_result(Jail(kit="readonly", workers=1, workspace=str(tmp_path)))
+
+    async def body(client):
+        threading.Timer(0.2, open_now).start()
+        return payload(await client.call_tool("run_program", {"program": "6 * 7"}))
+
+    try:
+        assert talk(server, body)["value"] == 42
+    finally:
+        later.result().close()
