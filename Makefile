@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_EXAMPLES ?= 20000
 
-.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode
+.PHONY: setup demo test lint fuzz bench doctor clean system-deps bytecode dist
 
 setup: $(STAMP) bytecode
 
@@ -40,19 +40,27 @@ demo: setup
 	$(VENV)/bin/lackjail check examples --kit files --param name=world --param path=notes.txt
 	$(VENV)/bin/lackjail run examples/hello.lackpy --param name=world
 
-# The Ray tests need the `ray` extra (~80 MB download, ~240 MB installed, ~30 s): only `make test`
-# installs it, so `make demo` stays lean; without it those tests skip and say why.
-test: setup $(VENV)/.ray
+# The Ray tests need the `ray` extra (~80 MB download, ~240 MB installed, ~30 s) and the agent
+# framework adapters' tests the `agents` extra (smolagents, pydantic-ai-slim, langchain-core,
+# openai-agents: ~40 MB download, ~170 MB installed): only `make test` installs them, so
+# `make demo` stays lean; without them those tests skip and say why.
+test: setup $(VENV)/.ray $(VENV)/.agents
 	$(PY) -m pytest
 
 $(VENV)/.ray: $(STAMP)
 	$(PY) -m pip install -q -e '.[ray]'
 	@touch $@
 
-# ruff: lint and formatting, both must be clean (CI runs this before the tests).
+$(VENV)/.agents: $(STAMP)
+	$(PY) -m pip install -q -e '.[agents]'
+	@touch $@
+
+# ruff (lint and formatting) and mypy (types, configured in pyproject.toml): all must be clean
+# (CI runs this before the tests).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 fuzz: setup
 	LACKJAIL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest fuzz -p no:randomly
@@ -69,5 +77,10 @@ $(VENV)/.bench-installed: $(STAMP)
 doctor: setup
 	$(VENV)/bin/lackjail doctor
 
+# The sdist and the wheel, in dist/ (`pip install dist/lackjail-*.whl` anywhere).
+dist: setup
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

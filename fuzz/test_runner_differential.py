@@ -48,7 +48,7 @@ def share(fraction: float, floor: int = 5) -> int:
 # -- the reference: plain CPython, same interpreter, same namespace -----------
 
 REFERENCE = textwrap.dedent(r'''
-    import ast, builtins, io, json, resource, signal, struct, sys, time, traceback
+    import ast, builtins, io, json, resource, signal, struct, sys, time, traceback, types
     import msgpack
 
     NAMES = json.loads(sys.argv[1])
@@ -130,12 +130,18 @@ REFERENCE = textwrap.dedent(r'''
         def print(*args, **kwargs):
             builtins.print(*args, file=buf, **kwargs)
 
-        ns = {name: getattr(builtins, name) for name in NAMES if hasattr(builtins, name)}
+        if language == "python":  # plain CPython: a script's module, every builtin
+            module = types.ModuleType("__main__")
+            sys.modules["__main__"] = module
+            ns = module.__dict__
+            ns["__builtins__"] = builtins
+        else:
+            ns = {name: getattr(builtins, name) for name in NAMES if hasattr(builtins, name)}
+            if language == "extended":
+                ns.update(EXCEPTIONS)
+            ns["__builtins__"] = {}
         ns["print"] = print
-        if language == "extended":
-            ns.update(EXCEPTIONS)
         ns.update(params)
-        ns["__builtins__"] = {}
         tree = ast.parse(src, FILENAME)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -260,6 +266,15 @@ def extended_jail(require_nsjail):
     from lackjail.api import Jail
 
     with Jail(workers=2, mode="reuse", language="extended") as jail:
+        jail.pool.wait_full(30)
+        yield jail
+
+
+@pytest.fixture(scope="module")
+def python_jail(require_nsjail):
+    from lackjail.api import Jail
+
+    with Jail(workers=2, language="python") as jail:
         jail.pool.wait_full(30)
         yield jail
 
@@ -787,3 +802,76 @@ def extended_programs(draw):
 def test_extended_programs_agree(extended_jail, reference, case):
     src, params = case
     compare(extended_jail, reference, src, params, "extended")
+
+
+PYTHON_SHAPES = {
+    "class": (
+        "class Runner:\n    factor = 2\n    def __init__(self, k=1):\n        self.k = k\n"
+        "    def run(self):\n{body8}\n        return {last}\n    def __repr__(self):\n"
+        "        return f'Runner({{self.k}})'\nr = Runner()\n[r.run(), repr(r), r.factor]"
+    ),
+    "decorated": (
+        "import functools\ndef twice(fn):\n    @functools.wraps(fn)\n"
+        "    def inner(*a, **k):\n        fn(*a, **k)\n        return fn(*a, **k)\n"
+        "    return inner\n@twice\ndef main():\n{body4}\n    return {last}\n"
+        "[main(), main.__name__]"
+    ),
+    "dataclass": (
+        "from dataclasses import dataclass, field\n@dataclass\nclass Result:\n"
+        "    value: object = None\n    notes: list = field(default_factory=list)\n"
+        "{body0}\nres = Result({last})\nres.notes.append(1)\n[repr(res), res == Result(res.value)]"
+    ),
+    "with": (
+        "class Ctx:\n    def __init__(self):\n        self.log = []\n"
+        "    def __enter__(self):\n        self.log.append('in')\n        return self\n"
+        "    def __exit__(self, kind, exc, tb):\n"
+        "        self.log.append('out' if kind is None else 'err')\n"
+        "        return kind is not None and issubclass(kind, (ValueError, ZeroDivisionError))\n"
+        "c = Ctx()\nwith c as handle:\n{body4}\n    out = {last}\nhandle.log"
+    ),
+    "globals": (
+        "import json\ntotal = 0\ndef bump(n):\n    global total\n    total += n\n"
+        "    return total\n{body0}\nbump(1)\nbump(2)\n"
+        "[json.dumps({last}, default=repr), total]"
+    ),
+}
+
+
+@st.composite
+def python_programs(draw):
+    """A typed program inside a class's method, a decorated function, next to a dataclass,
+    inside a `with` over the program's context manager, or with an import and `global`:
+    what the python level adds, on programs whose plain-Python answer is computable."""
+    src, params = draw(programs())
+    body, last = _split_last(src)
+    shape = draw(st.sampled_from(sorted(PYTHON_SHAPES)))
+    text = PYTHON_SHAPES[shape].format(
+        body0="\n".join(body) or "pass",
+        body4="\n".join(_indent(body)),
+        body8="\n".join(_indent(body, 8)),
+        last=last or "None",
+    )
+    return text + "\n", params
+
+
+@settings(max_examples=share(0.5), suppress_health_check=SLOW_OK)
+@given(python_programs())
+@example(("class A:\n    def __init__(self):\n        self.x = 1\nA().x\n", {}))
+@example(("import json\njson.loads('{')\n", {}))
+@example(
+    (
+        "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass P:\n"
+        "    x: int\nP(1).x = 2\n",
+        {},
+    )
+)
+@example(
+    (
+        "class E(ValueError):\n    pass\ntry:\n    raise E('x')\nexcept E as e:\n"
+        "    m = str(e)\nm\n",
+        {},
+    )
+)
+def test_python_programs_agree(python_jail, reference, case):
+    src, params = case
+    compare(python_jail, reference, src, params, "python")

@@ -730,3 +730,349 @@ def test_the_extended_generator_reaches_accepted_programs():
         settings=settings(max_examples=5000, deadline=None, database=None),
     )
     assert_obeys_extended(found)
+
+
+# -- the python level ---------------------------------------------------------------
+#
+# Restated here: what the python level adds, and what must never pass it. The module table
+# is data (lackjail.lang.facades), read as such; every rule is this file's own.
+
+from lackjail.lang.facades import FACADES  # noqa: E402 - the python level's section
+
+PYTHON_NODES = EXTENDED_NODES | {
+    "ClassDef",
+    "Import",
+    "ImportFrom",
+    "alias",
+    "With",
+    "withitem",
+    "Global",
+    "Nonlocal",
+    "Delete",
+    "Del",
+    "NamedExpr",
+    "AnnAssign",
+    "MatMult",
+}
+# Hooks of attribute lookup, class creation, descriptors, pickling and finalisation.
+HOOKS = {
+    "__getattribute__",
+    "__getattr__",
+    "__setattr__",
+    "__delattr__",
+    "__init_subclass__",
+    "__set_name__",
+    "__class_getitem__",
+    "__del__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__new__",
+    "__get__",
+    "__set__",
+    "__delete__",
+    "__dict__",
+    "__class__",
+    "__globals__",
+    "__builtins__",
+    "__import__",
+    "__subclasses__",
+    "__mro__",
+    "__bases__",
+    "__code__",
+    "__closure__",
+    "__traceback__",
+}
+PYTHON_DANGEROUS = {
+    "eval",
+    "exec",
+    "open",
+    "getattr",
+    "setattr",
+    "delattr",
+    "hasattr",
+    "globals",
+    "locals",
+    "vars",
+    "dir",
+    "breakpoint",
+    "input",
+    "memoryview",
+    "exit",
+    "quit",
+    "help",
+    "__import__",
+    "__builtins__",
+    "__build_class__",
+}
+DUNDER_WORD = __import__("re").compile(r"(?<![A-Za-z0-9_])__[A-Za-z0-9]\w*")
+INTERNAL = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_")
+PY_TOOLS = {"read_file", "fs"}
+PY_CALLABLE = (
+    EXTENDED_BUILTINS
+    | PY_TOOLS
+    | {
+        "type",
+        "super",
+        "id",
+        "hash",
+        "bytes",
+        "bytearray",
+        "slice",
+        "callable",
+        "issubclass",
+        "object",
+        "property",
+        "staticmethod",
+        "classmethod",
+        "format",
+        "ascii",
+        "complex",
+    }
+)
+
+
+def _is_super_call(node) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+def assert_obeys_python(source):
+    """The naive checker for the python level."""
+    tree = ast.parse(accepted_text(source))
+    modules = {}
+    named = {  # `x.__class__` whose only use is its name: x.__class__.__name__
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__")
+    }
+    for node in ast.walk(tree):
+        assert type(node).__name__ in PYTHON_NODES, ast.dump(node)
+        if isinstance(node, ast.Attribute):
+            attr = node.attr
+            if attr.startswith("__") and attr.endswith("__"):
+                assert isinstance(node.ctx, ast.Load), attr
+                if attr == "__class__":
+                    assert id(node) in named
+                elif attr not in ("__name__", "__qualname__", "__doc__", "__module__"):
+                    assert _is_super_call(node.value) and attr not in HOOKS, attr
+            assert not attr.startswith(INTERNAL) and attr not in ("mro", "with_traceback")
+            assert attr != "format_map"
+            if attr == "format":
+                assert_plain_format(node)
+            owner = node.value
+            assert not (isinstance(owner, ast.Name) and owner.id == "read_file"), "tool attribute"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
+        elif isinstance(node, ast.Name):
+            assert node.id not in PYTHON_DANGEROUS
+            if node.id.startswith("__") and node.id.endswith("__"):
+                assert node.id == "__name__" or isinstance(node.ctx, ast.Store), node.id
+                assert node.id not in HOOKS
+            if isinstance(node.ctx, ast.Store):
+                assert node.id not in PY_TOOLS and node.id not in PARAMS
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "type" and "type" not in modules:
+                assert len(node.args) == 1 and not node.keywords
+            if node.func.id == "super":
+                assert len(node.args) in (0, 2) and not node.keywords
+        elif isinstance(node, ast.ClassDef):
+            assert not node.keywords, "a metaclass or class keyword"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    assert item.name not in HOOKS
+        elif isinstance(node, ast.FunctionDef):
+            assert node.name not in HOOKS
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name in FACADES and alias.name != "__future__", alias.name
+                modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and node.module in FACADES
+            star = [alias.name for alias in node.names] == ["*"]
+            assert star or all(alias.name in FACADES[node.module] for alias in node.names)
+            assert not star or node in tree.body, "import * inside a function"
+        elif isinstance(node, ast.ExceptHandler):
+            assert node.type is not None, "a bare except catches the stop verdicts"
+
+
+def checked_python(source) -> ValidationResult:
+    """Validate SOURCE (coherent(), at the python level) and check what it accepts; what
+    extended accepts, python accepts too."""
+    result = coherent(source, "python")
+    if result.valid:
+        assert_obeys_python(source)
+        for call in result.calls:  # calls are of callables, never of a tool's attribute
+            assert call in PY_CALLABLE or call.startswith("fs.") or call[0].isupper(), call
+    if validate(source, tools=TOOLS, params=PARAMS, language="extended").valid:
+        assert result.valid, result.errors
+    return result
+
+
+MODULES = mostly(
+    ["json", "re", "math", "collections", "dataclasses", "functools", "typing", "enum"],
+    ["os", "sys", "io", "builtins", "importlib", "json.decoder", "collections.abc", "inspect"],
+)
+FROM_IMPORTS = mostly(
+    [
+        "from json import loads, dumps",
+        "from dataclasses import dataclass, field",
+        "from collections import Counter as C",
+        "from functools import wraps, reduce",
+        "from typing import Optional",
+        "from json import *",
+    ],
+    [
+        "from json import codecs",
+        "from typing import get_type_hints",
+        "from operator import attrgetter",
+        "from . import x",
+        "from os import path",
+        "from string import Formatter",
+    ],
+)
+METHOD_NAMES = mostly(
+    ["__init__", "__repr__", "__eq__", "run", "_helper", "__len__", "__enter__", "__exit__"],
+    sorted(HOOKS),
+)
+DECORATORS = mostly(
+    ["@staticmethod", "@classmethod", "@property", "@deco", "@functools.lru_cache(maxsize=2)"],
+    ["@getattr", "@(lambda f: f.__globals__)", "@type"],
+)
+OWNER_ATTRIBUTES = mostly(
+    ["self.x", "self._y", "super().__init__", "json.loads", "obj.value", "self.__z"],
+    [
+        "self.__dict__",
+        "super().__getattribute__",
+        "json.codecs",
+        "typing.sys",
+        "read_file.name",
+        "x.__class__",
+        "e.with_traceback",
+        "g.gi_frame",
+        "x.__class__",
+        "x.__class__.__bases__",
+        "super().__class__",
+    ],
+)
+STRINGS = mostly(
+    ["'hi____'", "'a__b'", "'__main__'", "'____'", "b'__'"],
+    ["'__class__'", "'{0.__globals__}'", "b'__import__'", "'x __init__'"],
+)
+
+
+def _python_statements(expr):
+    simple = st.one_of(
+        st.tuples(st.sampled_from(["x", "y", "self.x", "obj.value"]), expr).map(
+            lambda t: f"{t[0]} = {t[1]}"
+        ),
+        expr,
+        OWNER_ATTRIBUTES.map(lambda a: f"z = {a}"),
+        STRINGS.map(lambda s: f"s = {s}"),
+        mostly(
+            ["pass", "del x", "global x", "y: int = 1", "w = (v := 3) + v", "z = type(x)"],
+            ["z = type(x, y, x)", "z = super(x)", "t = type", "__x = 1", "read_file = 1"],
+        ),
+        st.tuples(st.sampled_from(["f", "json.dumps"]), expr).map(
+            lambda t: f"z = {t[0]}(**{{'a': {t[1]}}})"
+        ),
+    )
+    body = st.lists(simple, min_size=1, max_size=3).map(lambda ls: "\n".join(ls))
+
+    def indent(text, n=4):
+        return "\n".join(" " * n + line for line in text.splitlines())
+
+    method = st.tuples(
+        st.one_of(st.just(""), DECORATORS.map(lambda d: d + "\n")), METHOD_NAMES, body
+    )
+    return st.one_of(
+        simple,
+        MODULES.map(lambda m: f"import {m}"),
+        FROM_IMPORTS,
+        st.tuples(
+            mostly(["", "@dataclass\n", "@deco\n"], ["@type\n"]),
+            mostly(["", "(Base)", "(Exception)", "(Base, Exception)"], ["(metaclass=M)", "(x=1)"]),
+            st.lists(method, min_size=1, max_size=3),
+        ).map(
+            lambda t: (
+                f"{t[0]}class K{t[1]}:\n    n = 0\n"
+                + "\n".join(
+                    indent(f"{d}def {name}(self, *a, **k):\n{indent(b)}") for d, name, b in t[2]
+                )
+            )
+        ),
+        st.tuples(DECORATORS, body).map(lambda t: f"{t[0]}\ndef f(x=1):\n{indent(t[1])}"),
+        st.tuples(expr, body).map(lambda t: f"with Ctx({t[0]}) as c:\n{indent(t[1])}"),
+        body.map(
+            lambda b: (
+                "def outer():\n    x = 1\n    def inner():\n        nonlocal x\n"
+                f"{indent(b, 8)}\n    return inner"
+            )
+        ),
+    )
+
+
+# Names the statements read, bound first.
+PYTHON_PRELUDE = """\
+import json
+import functools
+import typing
+from dataclasses import dataclass
+x = y = _ = words = a = obj = self = s = z = e = g = v = 1
+class Base:
+    pass
+class Ctx:
+    def __init__(self, v):
+        self.v = v
+    def __enter__(self):
+        return self
+    def __exit__(self, *a):
+        return False
+def deco(fn):
+    return fn
+def f(**k):
+    return k
+"""
+PYTHON_PROGRAMS = st.lists(_python_statements(_expressions()), min_size=1, max_size=4).map(
+    lambda statements: PYTHON_PRELUDE + "\n".join(statements)
+)
+
+
+@FUZZ
+@given(PYTHON_PROGRAMS)
+def test_generated_python_level_programs(source):
+    result = checked_python(source)
+    assert checked_python(source + "\n# é ｅｖａｌ").valid == result.valid
+
+
+@FUZZ
+@given(EXTENDED_PROGRAMS)
+def test_extended_programs_at_the_python_level(source):
+    checked_python(source)
+
+
+@SLOW_FUZZ
+@given(hypothesmith.from_grammar())
+def test_generated_python_at_the_python_level(source):
+    checked_python(source)
+
+
+@FUZZ
+@given(st.text())
+def test_arbitrary_text_at_the_python_level(source):
+    checked_python(source)
+
+
+def test_the_python_generator_reaches_accepted_programs():
+    found = find(
+        PYTHON_PROGRAMS,
+        lambda s: (
+            validate(s, tools=TOOLS, params=PARAMS, language="python").valid
+            and "class K" in s
+            and "def __" in s
+            and ("\n@" in s)
+        ),
+        settings=settings(max_examples=5000, deadline=None, database=None),
+    )
+    assert_obeys_python(found)

@@ -54,6 +54,8 @@ def share(fraction: float, floor: int = 5) -> int:
 SPEC = {
     "ping": {"id": "int"},
     "cancel": {"gen": "int"},
+    "limit": {"gen": "int", "memory_mb": "int"},
+    "limited": {"gen": "int", "memory_mb": "int", "ok": "bool"},
     "stop": {},
     "ready": {"gen": "int"},
     "spawned": {"gen": "int"},
@@ -66,6 +68,9 @@ SPEC = {
         "tools": "list",
         "jail_tools": "dict",
         "language": "str",
+        "cpu_s": "num",
+        "memory_mb": "int",
+        "session": "bool",
     },
     "return": {"seq": "int", "ok": "bool", "value": "any", "error": "str?", "stop": "str?"},
     "output": {"text": "str"},
@@ -684,7 +689,7 @@ def test_worker_survives_any_run_channel_stream(tmp_path_factory, pieces, tail):
     steps.append(["exit", 0] if tail == "exit" else ["sleep", 30])
     outputs, calls = [], []
 
-    def handler(tool, args, kwargs):
+    def handler(tool, args, kwargs, deadline=None):
         calls.append([tool, args, kwargs])
         return SimpleNamespace(ok=True, value=None, error=None, verdict=None)
 

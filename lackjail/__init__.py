@@ -10,7 +10,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Jail": "lackjail.api",
     "AsyncJail": "lackjail.api",
-    "Result": "lackjail.api",
+    "Result": "lackjail.result",
+    "Stats": "lackjail.result",
+    "Event": "lackjail.result",
     "Session": "lackjail.sessions",
     "AsyncSession": "lackjail.sessions",
     "SessionError": "lackjail.sessions",

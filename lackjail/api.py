@@ -22,13 +22,13 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lackjail import fanout, lang, protocol
+from lackjail import fanout, lang
 from lackjail.checker import Checker
 from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
+from lackjail.result import Result, stats
 from lackjail.sessions import AsyncSession, Session, Sessions
 from lackjail.workspace.hostfs import Root
 
@@ -39,43 +39,6 @@ Params = Mapping[str, Any]
 Approver = Callable[[dict], bool]
 # Tools given as Python callables: a list of named callables, or a dict of name -> callable.
 Tools = Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
-
-
-@dataclass
-class Result:
-    """What a run produced; `to_dict()` is the `--json` contract of DESIGN.md."""
-
-    status: str
-    value: object = None
-    output: str = ""
-    errors: list = field(default_factory=list)
-    trace: list = field(default_factory=list)
-    isolation: str = ""
-    mode: str = ""
-    stats: dict = field(default_factory=dict)
-    written: list = field(default_factory=list)
-    diff: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def exit_code(self) -> int:
-        return protocol.exit_code(self.status)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _invalid(errors, isolation="", mode="") -> Result:
-    return Result(
-        "invalid",
-        errors=errors,
-        isolation=isolation,
-        mode=mode,
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 def _settle(session, result: Result, dry_run: bool) -> None:
@@ -123,6 +86,7 @@ class Jail:
         language: str | None = None,
         tools: Tools | None = None,
         tool_loop: asyncio.AbstractEventLoop | None = None,
+        audience: str = "library",
     ):
         self.policy: Policy = load_policy(policy)
         # opened once: every run acts beneath this descriptor, whatever the path names later
@@ -131,7 +95,8 @@ class Jail:
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
-        self.checker = Checker(self.policy, self.kit, language)
+        # AUDIENCE: how a rejection names a higher level ("cli", "mcp" or "library")
+        self.checker = Checker(self.policy, self.kit, language, audience=audience)
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (
@@ -148,7 +113,22 @@ class Jail:
 
     @property
     def isolation(self) -> str:
+        """The isolation level this Jail's runs get (`nsjail`, `landlock`, `seccomp`)."""
         return self.pool.isolation
+
+    @property
+    def mode(self) -> str:
+        """`fresh` (a new process per run) or `reuse` (a process serves many runs)."""
+        return self.pool.mode
+
+    @property
+    def workers(self) -> int:
+        """How many workers (jails) the pool keeps."""
+        return self.pool.size
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """Block until every worker has started and is idle (for benchmarks); False on timeout."""
+        return self.pool.wait_full(timeout)
 
     def __enter__(self) -> Jail:
         return self
@@ -164,7 +144,9 @@ class Jail:
             self._callables.close()
         self._root.close()
 
-    def check(self, program: Program, params: Params | Iterable[str] | None = None):
+    def check(
+        self, program: Program, params: Params | Iterable[str] | None = None
+    ) -> lang.ValidationResult:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
@@ -215,7 +197,15 @@ class Jail:
         """
         return Session(self, idle_timeout_s)
 
-    def delegate(self, intent, params=None, *, run=True, config=None, root=None):
+    def delegate(
+        self,
+        intent: str,
+        params: Params | None = None,
+        *,
+        run: bool = True,
+        config: Any = None,
+        root: str | os.PathLike | None = None,
+    ) -> Any:
         """Write a program for INTENT (templates, rules, then models), validate it, run it here."""
         from lackjail import infer
 
@@ -249,7 +239,7 @@ class Jail:
 
     def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
         for done in fanout.fan_out(
-            lambda job: self._run(*_job(job, params), limits=limits),
+            lambda job: self._run(*program_and_params(job, params), limits=limits),
             programs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
@@ -261,22 +251,31 @@ class Jail:
                 raise done.error
             yield done.value
 
-    def as_completed(self, jobs, *, concurrency: int | None = None, window=None):
-        """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
+    def as_completed(
+        self,
+        jobs: Iterable[tuple[Any, Program, Params | None]],
+        *,
+        concurrency: int | None = None,
+        window: int | None = None,
+        dry_run: bool = False,
+    ) -> Iterator[tuple[Any, Result]]:
+        """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes (with
+        DRY_RUN, each run's writes are its Result's diff, never made).
 
         Every job yields exactly once: an exception while running one (the
         pool failed, not the program) becomes a `killed` Result naming it.
         """
         for done in fanout.fan_out(
-            lambda job: self.run(job[1], job[2]),
+            lambda job: self.run(job[1], job[2], dry_run=dry_run),
             jobs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,
         ):
-            if done.index < 0:
+            if done.index < 0 and done.error is not None:  # the jobs' iterator failed
                 raise done.error
             if isinstance(done.error, Exception):
-                yield done.job[0], _killed(f"lackjail could not run this program: {done.error}")
+                why = f"lackjail could not run this program: {done.error}"
+                yield done.job[0], Result.killed(why)
             elif done.error is not None:
                 raise done.error
             else:
@@ -333,9 +332,11 @@ class Jail:
         try:
             check = self.checker.check(program, params, defined)
             if not check.valid:
-                result = _invalid([e.to_dict() for e in check.errors], self.isolation, mode)
+                errors: list[Any] = [e.to_dict() for e in check.errors]
+                result = Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
             else:
                 result = self._execute(program, params, dry_run, approve, emit, limits, session)
+                result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
                 ran = (*check.variables, *params)
         finally:
             if session is not None:
@@ -343,7 +344,6 @@ class Jail:
         if lost:
             note = f"the session's state was lost: {lost}; this run started clean"
             result.errors.insert(0, {"message": note})
-        result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
     def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
@@ -389,12 +389,7 @@ class Jail:
         finally:
             if tools is not None:
                 tools.close()
-        result.stats = {
-            "wall_ms": 0.0,
-            "cpu_ms": outcome.cpu_ms,
-            "max_rss_kb": outcome.max_rss_kb,
-            "tool_calls": len(result.trace),
-        }
+        result.stats = stats(0.0, outcome.cpu_ms, outcome.max_rss_kb, len(result.trace))
         return result
 
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):
@@ -418,7 +413,9 @@ class Jail:
         base = Kit(
             resolved.name, resolved.description, resolved.specs, resolved.packs, resolved.docs, box
         )
-        return resolve_kit(base, workspace=self._root, extra_tools=specs, toolbox=box)
+        return resolve_kit(
+            base, workspace=self._root, extra_tools=specs, toolbox=box, extra_label="tools="
+        )
 
 
 def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:
@@ -463,20 +460,13 @@ async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
     await task
 
 
-def _job(job, shared) -> tuple:
-    """(program, params) of one Jail.map item: a text, or a (program, params) pair."""
+def program_and_params(job, shared) -> tuple:
+    """(program, params) of one Jail.map item: a text, or a (program, params) pair (whose params
+    are laid over SHARED)."""
     if isinstance(job, tuple):
         program, own = job
         return program, {**(shared or {}), **(own or {})}
     return job, shared
-
-
-def _killed(message: str) -> Result:
-    return Result(
-        "killed",
-        errors=[{"message": message}],
-        stats={"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-    )
 
 
 class AsyncJail:

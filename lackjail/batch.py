@@ -1,8 +1,9 @@
 """`lackjail batch`: many programs from a JSONL file, one result line per input id, resumable.
 
-Input: one JSON object a line, `{"id", "program", "params"?, "kit"?, "policy"?}`;
-blank lines are ignored. Output: the run's `--json` object plus `id`, one
-line per program, appended and flushed as each finishes.
+Input: one JSON object a line, `{"id", "program", "params"?, "kit"?, "policy"?,
+"language"?}`; blank lines are ignored. A program wrapped in a Markdown code fence runs as
+the code inside (its errors keep the line numbers of the line's program). Output: the run's
+`--json` object plus `id`, one line per program, appended and flushed as each finishes.
 
 - Resumable: ids already in the output are skipped. The output is read first;
   a last line cut short by a crash is cut off (that id runs again).
@@ -11,7 +12,7 @@ line per program, appended and flushed as each finishes.
   result with status `invalid` and a message naming the line. A line without a
   usable id (or a duplicate, or an id of the reserved form `line:N`) is
   reported under the derived id `line:N`, N its 1-based line number.
-- Lines are grouped by (kit, policy); each group runs on one runner (a local
+- Lines are grouped by (kit, policy, language); each group runs on one runner (a local
   Jail, or a Ray cluster) before the next. Nothing is written before the first
   runner has started: a batch that cannot start leaves the output as it was.
 """
@@ -26,11 +27,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from lackjail.errors import InputError
+from lackjail.infer.sanitize import place_back, unfence
 from lackjail.jsondata import jsonable
+from lackjail.lang import LANGUAGES
+from lackjail.workspace.hostfs import HostFile, explain
+from lackjail.workspace.paths import show
 
 DERIVED_ID = re.compile(r"line:\d+")
+LINE_KEYS = ("id", "program", "params", "kit", "policy", "language")
 STATUS_ORDER = ("ok", "invalid", "error", "timeout", "memory", "limit", "killed", "denied")
 
 
@@ -48,6 +55,8 @@ class Job:
     params: dict
     kit: str | None
     policy: str
+    language: str | None = None
+    above: int = 0  # lines of the line's program before the code of its Markdown fence
 
 
 @dataclass
@@ -101,20 +110,20 @@ def _key(ident) -> str:
 # -- the output file --------------------------------------------------------
 
 
-def read_done(path: str) -> dict:
-    """Id key -> status of every result line in the output; cut off a torn last line.
+def read_done(output: HostFile) -> dict:
+    """Id key -> status of every result line in the OUTPUT file; cut off a torn last line.
 
     Each line is written by one write(), so only the last one can be cut short
     (a crash mid-write): it is removed and its id runs again. Any other line
     that is not a result means the file is not ours to append to.
     """
+    path = output.path
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = output.read()
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BatchInputError(f"cannot read {path}: {explain(exc)}") from None
     complete = data.rfind(b"\n") + 1  # bytes up to the end of the last whole line
     done = {}
     for number, line in enumerate(data[:complete].split(b"\n")[:-1], 1):
@@ -126,8 +135,10 @@ def read_done(path: str) -> dict:
             )
         done[_key(parsed["id"])] = parsed.get("status")
     if complete < len(data):
-        with open(path, "r+b") as fh:
-            fh.truncate(complete)
+        try:
+            output.truncate(complete)
+        except OSError as exc:
+            raise BatchInputError(f"cannot write {path}: {explain(exc)}") from None
     return done
 
 
@@ -140,30 +151,32 @@ def _result_line(line: bytes):
 
 
 class ResultWriter:
-    """Append result lines; each is one write() of a whole line, flushed as it comes.
+    """Append result lines to an OUTPUT file; each is one write() of a whole line, flushed as it
+    comes.
 
     The file is opened (and created) by the first line, so a batch that writes
-    nothing leaves the output as it was.
+    nothing leaves the output as it was; never through a symlink, never a FIFO
+    or a device.
     """
 
-    def __init__(self, path: str):
-        self.path = path
-        self._fd = None
+    def __init__(self, output: HostFile):
+        self.output = output
+        self._fd: int | None = None
 
     def write(self, ident, result: dict) -> None:
         if self._fd is None:
             self._fd = self._open()
+        fd = self._fd
         line = json.dumps({"id": ident, **jsonable(result)}, ensure_ascii=True) + "\n"
         data = line.encode()
         while data:
-            data = data[os.write(self._fd, data) :]
+            data = data[os.write(fd, data) :]
 
     def _open(self) -> int:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
-            return os.open(self.path, flags, 0o644)
+            return self.output.open_append()
         except OSError as exc:
-            raise BatchInputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise BatchInputError(f"cannot write {self.output.path}: {explain(exc)}") from None
 
     def close(self) -> None:
         if self._fd is not None:
@@ -176,18 +189,9 @@ class ResultWriter:
 
 
 def invalid_result(message: str) -> dict:
-    return {
-        "status": "invalid",
-        "value": None,
-        "output": "",
-        "errors": [{"message": message}],
-        "trace": [],
-        "isolation": "",
-        "mode": "",
-        "stats": {"wall_ms": 0.0, "cpu_ms": 0.0, "max_rss_kb": 0, "tool_calls": 0},
-        "written": [],
-        "diff": "",
-    }
+    from lackjail.result import Result
+
+    return Result.failed("invalid", message).to_dict()
 
 
 def parse_line(
@@ -197,12 +201,14 @@ def parse_line(
     policy: str,
     name: str = "<input>",
     pinned: frozenset = frozenset(),
+    language: str | None = None,
 ):
     """A Job, or (id, message) for a line that cannot run. The id may be derived (`line:N`).
 
-    PINNED holds "kit" and/or "policy" where the operator chose one for every line: a
-    line naming another cannot run (whoever writes the lines cannot loosen their own
-    sandbox). Messages start `NAME:LINE:` (and `COL:` where one is known), 1-based.
+    PINNED holds "kit", "policy" and/or "language" where the operator chose one for every
+    line: a line naming another cannot run (whoever writes the lines cannot loosen their own
+    sandbox; a line's language is a choice among the policy's levels in any case). Messages
+    start `NAME:LINE:` (and `COL:` where one is known), 1-based.
     """
     derived = f"line:{number}"
     at = f"{name}:{number}"
@@ -235,12 +241,9 @@ def parse_line(
             derived,
             f"{at}: ids of the form 'line:N' are reserved for lines without a usable id",
         )
-    unknown = set(obj) - {"id", "program", "params", "kit", "policy"}
+    unknown = set(obj) - set(LINE_KEYS)
     if unknown:
-        return (
-            ident,
-            f"{at}: unknown keys {sorted(unknown)} (use id, program, params, kit, policy)",
-        )
+        return ident, f"{at}: unknown keys {sorted(unknown)} (use {', '.join(LINE_KEYS)})"
     program = obj.get("program")
     if not isinstance(program, str):
         why = "no program" if program is None else "'program' must be a string"
@@ -255,38 +258,66 @@ def parse_line(
         if value and ("/" in value or os.sep in value or value.endswith(suffix)):
             # the input chooses among named kits and policies; files only by --kit/--policy
             return ident, f"{at}: '{key}' must be a name, not a path (pass a file with --{key})"
-    for key, chosen in (("kit", kit), ("policy", policy)):
+    level = obj.get("language")
+    if level is not None and level not in LANGUAGES:
+        return ident, f"{at}: 'language' must be one of {', '.join(LANGUAGES)}, not {show(level)}"
+    for key, chosen in (("kit", kit), ("policy", policy), ("language", language)):
         if key in pinned and obj.get(key) and obj[key] != chosen:
             return ident, (
                 f"{at}: the line asks for {key} {obj[key]!r}, but this batch runs every line "
                 f"with --{key} {chosen!r} (drop the line's '{key}', or leave --{key} out to "
                 "let the lines choose)"
             )
-    return Job(number, ident, program, params, obj.get("kit") or kit, obj.get("policy") or policy)
+    program, above = unfence(program)
+    return Job(
+        number,
+        ident,
+        program,
+        params,
+        obj.get("kit") or kit,
+        obj.get("policy") or policy,
+        level or language,
+        above,
+    )
 
 
-def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, bytes) of every non-blank line."""
-    with open(path, "rb") as fh:
-        offset = 0
-        for number, raw in enumerate(fh, 1):
-            if raw.strip():
-                yield number, offset, raw.rstrip(b"\r\n")
-            offset += len(raw)
+def _lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of every non-blank line of the input FH."""
+    fh.seek(0)
+    offset = 0
+    for number, raw in enumerate(fh, 1):
+        if raw.strip():
+            yield number, offset, raw.rstrip(b"\r\n")
+        offset += len(raw)
 
 
-def _read_at(path: str, lines: list) -> Iterator[tuple[int, bytes]]:
-    """(number, bytes) of the lines at the given (offset, number)s."""
-    with open(path, "rb") as fh:
-        for offset, number in lines:
-            fh.seek(offset)
-            yield number, fh.readline().rstrip(b"\r\n")
+def _read_at(fh: BinaryIO, lines: list) -> Iterator[tuple[int, bytes]]:
+    """(number, bytes) of the lines of the input FH at the given (offset, number)s."""
+    for offset, number in lines:
+        fh.seek(offset)
+        yield number, fh.readline().rstrip(b"\r\n")
+
+
+def _open_files(input_path: str, output_path: str) -> tuple[BinaryIO, HostFile]:
+    """The input, opened (a regular file, never through a symlink), and the output's folder,
+    opened once: every later read, append or cut of the output happens beneath it."""
+    try:
+        with HostFile(input_path) as source:
+            fh = os.fdopen(source.open(), "rb")
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {input_path}: {explain(exc)}") from None
+    try:
+        return fh, HostFile(output_path)
+    except OSError as exc:
+        fh.close()
+        raise BatchInputError(f"cannot write {output_path}: {explain(exc)}") from None
 
 
 # -- running ------------------------------------------------------------------
 
 
-Runner = Callable[[str | None, str], object]  # (kit, policy) -> context manager with as_completed
+# (kit, policy, language) -> a context manager with as_completed
+Runner = Callable[[str | None, str, str | None], object]
 
 
 def run_batch(
@@ -298,10 +329,11 @@ def run_batch(
     policy: str = "default",
     pinned: frozenset = frozenset(),
     progress=None,
+    language: str | None = None,
 ) -> Summary:
     """Run every input line not yet in the output; return the Summary.
 
-    OPEN_RUNNER(kit, policy) gives a context manager with `as_completed(jobs)`
+    OPEN_RUNNER(kit, policy, language) gives a context manager with `as_completed(jobs)`
     (jobs are `(key, program, params)`) yielding `(key, Result)`, or raises
     InputError (the group's kit or policy: its lines become `invalid`) or HostError.
     PINNED: see parse_line. PROGRESS(total) gives a callable advanced once per result.
@@ -313,17 +345,25 @@ def run_batch(
     cluster is unreachable) leaves the output as it was, and its rerun runs
     every line once.
     """
+    source, output = _open_files(input_path, output_path)
     try:
-        with open(input_path, "rb"):
-            pass
-    except OSError as exc:
-        raise BatchInputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
-    done = read_done(output_path)
-    writer = ResultWriter(output_path)
+        return _run(
+            source, input_path, output, open_runner, (kit, policy, language), pinned, progress
+        )
+    finally:
+        source.close()
+        output.close()
+
+
+def _run(source, input_path, output, open_runner, given, pinned, progress) -> Summary:
+    """The batch's passes; GIVEN: the command's (kit, policy, language)."""
+    kit, policy, language = given
+    done = read_done(output)
+    writer = ResultWriter(output)
     summary = Summary()
     started = time.perf_counter()
     try:
-        groups, invalid = _plan(input_path, done, kit, policy, pinned, summary)
+        groups, invalid = _plan(source, input_path, done, given, pinned, summary)
         advance = (
             progress(len(invalid) + sum(len(v) for v in groups.values())) if progress else None
         )
@@ -351,8 +391,8 @@ def run_batch(
 
         for ident, message in invalid:
             record(ident, invalid_result(message))
-        for (group_kit, group_policy), lines in groups.items():
-            _run_group(input_path, lines, group_kit, group_policy, open_runner, record, release)
+        for group, lines in groups.items():
+            _run_group(source, input_path, lines, group, language, open_runner, record, release)
         release()
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -362,13 +402,15 @@ def run_batch(
     return summary
 
 
-def _plan(input_path, done, kit, policy, pinned, summary):
-    """One pass over the input: the malformed lines' results, and each group's line offsets."""
+def _plan(source, input_path, done, given, pinned, summary):
+    """One pass over the input: the malformed lines' results, and each group's line offsets.
+    GIVEN: the command's (kit, policy, language)."""
+    kit, policy, language = given
     groups: dict[tuple, list] = {}
     invalid: list = []
     seen: dict[str, int] = {}
-    for number, offset, raw in _lines(input_path):
-        parsed = parse_line(raw, number, kit, policy, input_path, pinned)
+    for number, offset, raw in _lines(source):
+        parsed = parse_line(raw, number, kit, policy, input_path, pinned, language)
         ident = parsed.id if isinstance(parsed, Job) else parsed[0]
         first = seen.get(_key(ident))
         if first is not None:
@@ -384,45 +426,60 @@ def _plan(input_path, done, kit, policy, pinned, summary):
             summary.skipped += 1
             summary.counts[done[_key(ident)]] += 1
         elif isinstance(parsed, Job):
-            groups.setdefault((parsed.kit, parsed.policy), []).append((offset, number))
+            groups.setdefault(_group(parsed), []).append((offset, number))
         else:
             invalid.append((ident, parsed[1]))
     return groups, invalid
 
 
-def _run_group(input_path, lines, kit, policy, open_runner, record, release) -> None:
-    """Run one (kit, policy) group; LINES are the (offset, number) of its lines.
+def _group(job: Job) -> tuple:
+    return job.kit, job.policy, job.language
+
+
+def _run_group(source, input_path, lines, group, language, open_runner, record, release) -> None:
+    """Run one (kit, policy, language) GROUP; LINES are the (offset, number) of its lines,
+    LANGUAGE the batch's own (--language).
 
     RELEASE is called once its runner is up, before the first job is handed over.
     """
+    kit, policy, level = group
+    above: dict = {}  # id -> lines before its fenced code: its errors are placed back
 
     def jobs():
-        for number, raw in _read_at(input_path, lines):
-            job = parse_line(raw, number, kit, policy, input_path)
-            if not isinstance(job, Job) or (job.kit, job.policy) != (kit, policy):
+        for number, raw in _read_at(source, lines):
+            job = parse_line(raw, number, kit, policy, input_path, language=language)
+            if not isinstance(job, Job) or _group(job) != group:
                 raise BatchInputError(f"{input_path}:{number}: the line changed during the batch")
+            above[_key(job.id)] = job.above
             yield job.id, job.program, job.params
 
     try:
-        runner = open_runner(kit, policy)
+        runner = open_runner(*group)
     except InputError as exc:
+        where = f"kit {kit!r}, policy {policy!r}" + (f", language {level!r}" if level else "")
         for ident, _, _ in jobs():
-            record(ident, invalid_result(f"kit {kit!r}, policy {policy!r}: {exc}"))
+            record(ident, invalid_result(f"{where}: {exc}"))
         return
     with runner:
         release()
         for ident, result in runner.as_completed(jobs()):
-            record(ident, result.to_dict() if hasattr(result, "to_dict") else result)
+            result = result.to_dict() if hasattr(result, "to_dict") else result
+            record(ident, place_back(result, above.pop(_key(ident), 0)))
 
 
 def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
-    """A Runner on this machine: one Jail per (kit, policy)."""
+    """A Runner on this machine: one Jail per (kit, policy, language)."""
 
-    def open_runner(kit, policy):
+    def open_runner(kit, policy, language=None):
         from lackjail.api import Jail
 
         jail = Jail(
-            policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+            policy=policy,
+            kit=kit,
+            workers=workers,
+            workspace=workspace,
+            isolation=isolation,
+            language=language,
         )
         return _LocalRunner(jail, concurrency)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import keyword
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from lackjail import lang, plain
 from lackjail.lang import ValidationError, ValidationResult, format_error
@@ -21,6 +21,13 @@ __all__ = ["Checker", "check", "format_error"]
 
 CACHED = 256  # valid verdicts a Checker keeps
 CACHED_BYTES = 8 << 10  # of programs up to this size
+# How a rejection names the higher level that accepts what was rejected, per audience: a
+# person at the CLI, an MCP client (which sets a tool argument, never a flag), a library caller.
+LEVEL_HINTS = {
+    "cli": "accepted at --language {level}",
+    "mcp": 'accepted with the language argument "{level}"',
+    "library": "accepted with language={level!r}",
+}
 
 
 class Checker:
@@ -28,7 +35,9 @@ class Checker:
 
     KIT is a resolved kit (anything with `.names`), None (no tools), a kit name
     or spec string (resolved beneath WORKSPACE), or an iterable of tool names.
-    LANGUAGE overrides the policy's level. RULES are extra custom rules.
+    LANGUAGE overrides the policy's level, among the levels the policy allows (a PolicyError
+    names them otherwise). RULES are extra custom rules. A rejected construct that a higher
+    level the policy allows accepts names that level, worded for AUDIENCE (LEVEL_HINTS).
     """
 
     def __init__(
@@ -39,15 +48,24 @@ class Checker:
         *,
         rules=(),
         workspace=None,
+        audience: str = "library",
     ):
         self.policy = load_policy(policy)
-        self.language = lang.check_language(language or self.policy.language)
+        self.language = self.policy.check_language(
+            lang.check_language(language or self.policy.language)
+        )
         kit = _resolved(kit, workspace)
         self.tools, self.calls = _tool_names(kit)
         self.signatures = _signatures(kit)
         self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
+        self.level_hint = LEVEL_HINTS[audience]
+        self.higher = tuple(
+            level
+            for level in lang.LANGUAGES[lang.LANGUAGES.index(self.language) + 1 :]
+            if level in self.policy.languages
+        )
         self._verdicts: dict = {}  # (program, parameter names) -> a valid verdict's parts
         self._keeping = threading.Lock()  # held while _verdicts changes
         level = lang.LEVELS[self.language]
@@ -55,7 +73,12 @@ class Checker:
         if self.language != "lackpy":
             self.reserved |= frozenset(level.exceptions)
 
-    def check(self, program, params=None, defined=()) -> ValidationResult:
+    def check(
+        self,
+        program: str | bytes,
+        params: Mapping[str, object] | Iterable[str] | None = None,
+        defined: Iterable[str] = (),
+    ) -> ValidationResult:
         """The verdict on PROGRAM (str or bytes) with PARAMS; never raises for any program.
 
         PARAMS is a mapping of names to values (both are checked) or an
@@ -75,17 +98,52 @@ class Checker:
         return ValidationResult(False, bad + result.errors, result.calls, result.variables)
 
     def _validate(self, program, names: tuple, defined: tuple = ()) -> ValidationResult:
+        result = self._at(self.language, program, names, defined)
+        if result.valid or not self.higher:
+            return result
+        return self._name_higher_levels(result, program, names, defined)
+
+    def _at(self, level: str, program, names: tuple, defined: tuple, rules=None):
         return lang.validate(
             program,
             tools=self.calls,
             params=names,
             defined=defined,
-            rules=self.rules,
+            rules=self.rules if rules is None else rules,
             limits=self.limits,
-            language=self.language,
+            language=level,
             hints=self.hints,
             signatures=self.signatures,
         )
+
+    def _name_higher_levels(self, result, program, names: tuple, defined: tuple):
+        """RESULT with each error of a built-in rule ending in the hint of the lowest higher
+        level whose verdict has no error on that line: what the program needs there, when
+        the policy allows it. (A line, not a column: levels may place one problem apart.)"""
+        from lackjail.lang.rulebook import RULES
+
+        lines = {e.line for e in result.errors if e.line is not None and e.rule in RULES}
+        hinted: dict = {}  # line -> level
+        for level in self.higher:
+            if len(hinted) == len(lines):
+                break
+            busy = {e.line for e in self._at(level, program, names, defined, rules=()).errors}
+            for line in lines - busy:
+                hinted.setdefault(line, level)
+        if not hinted:
+            return result
+        errors = [
+            ValidationError(
+                f"{e.message}; {self.level_hint.format(level=hinted[e.line])}",
+                e.line,
+                e.col,
+                e.rule,
+            )
+            if e.rule in RULES and e.line in hinted
+            else e
+            for e in result.errors
+        ]
+        return ValidationResult(False, errors, result.calls, result.variables)
 
     def _kept(self, program, names: tuple, defined: tuple) -> ValidationResult:
         """The verdict on PROGRAM with parameter NAMES. A valid one is kept (the latest
@@ -193,6 +251,16 @@ def bundled_hints() -> dict:
     return hints
 
 
-def check(program, kit=None, params=None, *, policy="default", language=None) -> ValidationResult:
-    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`)."""
+def check(
+    program: str | bytes,
+    kit: object = None,
+    params: Mapping[str, object] | Iterable[str] | None = None,
+    *,
+    policy: Policy | str | None = "default",
+    language: str | None = None,
+) -> ValidationResult:
+    """Validate PROGRAM as a jail with POLICY, KIT and LANGUAGE would (`lackjail.check`).
+
+    KIT: a kit name, spec or resolved Kit (None: no tools); PARAMS: values by name, or names.
+    """
     return Checker(policy, kit, language).check(program, params)

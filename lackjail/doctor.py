@@ -20,6 +20,18 @@ def _nsjail_libraries(binary: str) -> tuple[bool, str]:
     return True, "all shared libraries found"
 
 
+def _interpreter() -> tuple[bool, str]:
+    """The interpreter the jail runs, where its parts are, and the shared objects it loads
+    (from its ELF headers): what the image mounts and the landlock level lets it read."""
+    python = interpreter.current()
+    closure = interpreter.libraries((python.executable,))
+    missing = sorted({name for name, _ in closure.missing})
+    where = f"{python.executable} (standard library {python.stdlib}, lib-dynload {python.dynload})"
+    if missing:
+        return False, f"{where} needs {', '.join(missing)}, which this host's loader cannot find"
+    return True, f"{where}, loading {len(closure.objects) - 1} shared objects"
+
+
 def _seccomp() -> tuple[bool, str]:
     status = Path("/proc/self/status").read_text()
     if "Seccomp:" not in status:
@@ -57,7 +69,7 @@ def _cgroups() -> tuple[bool, str]:
 
 def report() -> list[dict]:
     """Checks as {name, ok, detail}; the last says which isolation level runs get."""
-    checks = []
+    checks: list[dict] = []
     binary = isolation.nsjail_binary()
     checks.append(
         {
@@ -70,6 +82,7 @@ def report() -> list[dict]:
         ok, why = _nsjail_libraries(binary)
         checks.append({"name": "nsjail libraries", "ok": ok, "detail": why})
     for name, fn in (
+        ("interpreter", _interpreter),
         ("user namespaces", _user_namespaces),
         ("seccomp", _seccomp),
         ("cgroups", _cgroups),
@@ -83,7 +96,10 @@ def report() -> list[dict]:
         ok, why = fn()
         checks.append({"name": name, "ok": ok, "detail": why})
     namespaces, landlock = checks[-2], checks[-1]
-    ok, why = isolation.probe_nsjail()
+    if namespaces["ok"]:
+        ok, why = isolation.probe_nsjail()
+    else:  # nsjail would only say "Couldn't launch the child process"
+        ok, why = False, "not tried: nsjail needs namespaces"
     checks.append({"name": "namespaces (nsjail image)", "ok": ok, "detail": why})
     if not ok and landlock["ok"]:
         landlock["ok"], landlock["detail"] = _landlock_starts(landlock["detail"])

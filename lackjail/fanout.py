@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from lackjail.errors import ArgumentError
 
@@ -25,13 +26,13 @@ class Finished:
     """One job's outcome: `value` when `fn` returned, `error` when it raised."""
 
     index: int
-    job: object
-    value: object = None
+    job: Any
+    value: Any = None
     error: BaseException | None = None
 
 
 def fan_out(
-    fn: Callable[[object], object],
+    fn: Callable[[Any], Any],
     jobs: Iterable,
     concurrency: int,
     window: int | None = None,

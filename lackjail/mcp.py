@@ -34,24 +34,34 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 from lackjail import __version__, lang
+from lackjail.errors import LackjailError
+from lackjail.infer.sanitize import place_back, unfence
 from lackjail.jsondata import jsonable
 from lackjail.kit import KitError, list_kits, resolve_doc, resolve_kit
 from lackjail.lang.describe import render
-from lackjail.pool import PoolError
 from lackjail.workspace import show
 from lackjail.workspace.protect import Protection
 
 
-def instructions(language: str, kit=None) -> str:
+def instructions(language: str, kit=None, levels=()) -> str:
     """What the server tells a client about the language LEVEL in force, in the spec's own words
-    (the summary `lackjail spec` prints and what that level does not allow), and KIT's tools."""
+    (the summary `lackjail spec` prints and what that level does not allow), the other LEVELS
+    a program may choose, and KIT's tools."""
     data = lang.spec(language)
     banned = ", ".join(item["construct"] for item in data["forbidden_constructs"])
+    others = [level for level in levels if level != language]
+    choose = (
+        f" A program may run at another level the policy allows ({', '.join(others)}): pass it "
+        "as the language argument of run_program and check_program."
+        if others
+        else ""
+    )
     return (
         f"Runs programs in an nsjail jail at the language level {language!r}. {data['summary']} "
-        f"Not allowed at this level: {banned}. print() output is captured. Read the resource "
-        "lackjail://spec for the whole language (builtins, rules with examples, limits) and call "
-        "kit_info for the tools' guidance and docs.\n"
+        f"Not allowed at this level: {banned}.{choose} print() output is captured. A program "
+        "may come in a Markdown code fence; error lines count from the first line sent. Read "
+        "the resource lackjail://spec for the whole language (builtins, rules with examples, "
+        "limits) and call kit_info for the tools' guidance and docs.\n"
         f"{kit_tools(kit)}\n"
         "Check a program with check_program before run_program; delegate writes one from an "
         "intent. Pass the same `session` name to run_program to keep variables, functions and "
@@ -76,11 +86,16 @@ RUN_PROGRAM = """Validate and run a program in the jail with the served kit.
 params become top-level names (plain JSON data). dry_run: run, but commit no writes and return
 the diff they would make. session: a name (letters, digits, '-', '_'; "new" for a fresh one,
 returned as `session`): runs of one session keep the variables, functions and classes earlier
-runs bound, and its params; without it every run starts clean. Returns status, value, output,
-errors (line/col), trace, isolation, stats."""
+runs bound, and its params; without it every run starts clean. language: the level to check
+and run it at, among those the server's policy allows (default: the served level; a session
+keeps the level it was opened at). The program may be wrapped in a Markdown code fence.
+Returns status, value, output, errors (line/col; a runtime error's traceback: the program's
+calls, outermost first), trace, isolation, stats."""
 
 CHECK_PROGRAM = """Validate a program without running it: valid, errors (rule, line, col and what
-to write instead), calls. Tool calls are checked against the tools' signatures."""
+to write instead), calls. Tool calls are checked against the tools' signatures. session: check
+it as the next run of that session would be (the names its runs bound are defined). The program
+may be wrapped in a Markdown code fence; language as for run_program."""
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -128,12 +143,17 @@ class Served:
     the jail, and a jail that could not open is that tool's error.
 
     POLICY, KIT, WORKSPACE and CHECKER are what the jail is made from.
-    `Served.ready(jail)` serves a Jail that is open already.
+    `Served.ready(jail)` serves a Jail that is open already. A program may choose another
+    level among the policy's: that level's jail starts on first use (a jail's children hold
+    only their own level's names and modules), like the served one.
     """
 
     def __init__(self, opening: Future, *, policy, kit, workspace: str, checker):
         self.policy, self.kit, self.workspace, self.checker = policy, kit, workspace, checker
         self._opening = opening
+        self._checkers: dict = {checker.language: checker}
+        self._others: dict = {}  # level -> the Jail of another level, once started
+        self._starting = threading.Lock()
 
     @classmethod
     def ready(cls, jail) -> Served:
@@ -151,8 +171,53 @@ class Served:
         except Exception as exc:
             raise ToolError(f"the jail could not start: {exc}") from None
 
+    def checker_for(self, language: str | None):
+        """The Checker of LANGUAGE (None: the served level); a ToolError for a level that does
+        not exist or that the policy does not allow."""
+        from lackjail.checker import Checker
+
+        level = language or self.checker.language
+        if level not in self._checkers:
+            try:
+                self._checkers[level] = Checker(
+                    self.policy, self.kit, lang.check_language(level), audience="mcp"
+                )
+            except ValueError as exc:  # unknown, or not among the policy's levels
+                raise ToolError(f"language: {exc}") from None
+        return self._checkers[level]
+
+    def jail_for(self, language: str | None):
+        """The open Jail that runs programs at LANGUAGE (None: the served level)."""
+        from lackjail.api import Jail
+
+        level = self.checker_for(language).language
+        if level == self.checker.language:
+            return self.jail
+        served = self.jail
+        with self._starting:
+            if level not in self._others:
+                try:
+                    self._others[level] = Jail(
+                        policy=self.policy,
+                        kit=self.kit,
+                        workers=served.pool.size,
+                        workspace=self.workspace,
+                        mode=served.pool.mode,
+                        language=level,
+                        audience="mcp",
+                    )
+                except Exception as exc:
+                    raise ToolError(
+                        f"the jail for language {level!r} could not start: {exc}"
+                    ) from None
+            return self._others[level]
+
     def close(self) -> None:
-        """Close the jail once it is open (a jail that could not open has nothing to close)."""
+        """Close the jails once open (a jail that could not open has nothing to close)."""
+        with self._starting:
+            others, self._others = list(self._others.values()), {}
+        for jail in others:
+            jail.close()
         if self._opening.exception() is None:
             self._opening.result().close()
 
@@ -168,11 +233,13 @@ class Sessions:
     def __init__(self, served: Served):
         self._served = served
         self._open: dict = {}  # name -> Session (closed ones are dropped when met)
+        self._levels: dict = {}  # name -> the language level it was opened at
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> tuple:
-        """(name, session, notes): NAME's open session, or a new one; NOTES say when this run
-        opens it ("session_new") and why the one it replaces ended ("session_ended")."""
+    def get(self, name: str, language: str | None = None) -> tuple:
+        """(name, session, notes): NAME's open session, or a new one at LANGUAGE (None: the
+        served level); NOTES say when this run opens it ("session_new") and why the one it
+        replaces ended ("session_ended")."""
         from lackjail.sessions import SessionError
 
         if name == "new":
@@ -184,7 +251,13 @@ class Sessions:
             )
         with self._lock:
             found = self._open.get(name)
+            level = self._served.checker_for(language).language
             if found is not None and not found.closed:
+                if language is not None and self._levels.get(name) != level:
+                    raise ToolError(
+                        f"session {show(name)} runs at language {self._levels.get(name)!r}; "
+                        "leave out language, or open a new session"
+                    )
                 return name, found, {}
             notes: dict = {"session_new": True}
             if found is not None:
@@ -192,7 +265,8 @@ class Sessions:
             for closed in [n for n, s in self._open.items() if s.closed]:
                 del self._open[closed]
             try:
-                self._open[name] = self._served.jail.session()
+                self._open[name] = self._served.jail_for(level).session()
+                self._levels[name] = level
             except SessionError as exc:
                 names = ", ".join(sorted(self._open)) or "none"
                 raise ToolError(f"{exc}; close_session one of: {names}") from None
@@ -211,6 +285,13 @@ class Sessions:
         with self._lock:
             return sorted(n for n, s in self._open.items() if not s.closed)
 
+    def bound(self, name: str) -> tuple:
+        """(names, level): the names session NAME's runs have bound and the language level it
+        runs at ((), None when it is not open)."""
+        with self._lock:
+            found, level = self._open.get(name), self._levels.get(name)
+        return (found.names, level) if found is not None and not found.closed else ((), None)
+
 
 def build_server(served) -> MCPServer:
     """An MCPServer whose tools run programs in SERVED's jail (a `Served`, or an open
@@ -224,7 +305,7 @@ def build_server(served) -> MCPServer:
     server = MCPServer(
         "lackjail",
         version=__version__,
-        instructions=instructions(checker.language, kit),
+        instructions=instructions(checker.language, kit, served.policy.languages),
         log_level="WARNING",
     )
 
@@ -256,20 +337,23 @@ def build_server(served) -> MCPServer:
         params: dict[str, Any] | None = None,
         dry_run: bool = False,
         session: str | None = None,
+        language: str | None = None,
     ) -> CallToolResult:
+        code, above = unfence(program)  # errors keep the lines of what was sent
         try:
             if session is None:
-                result = served.jail.run(program, params, dry_run=dry_run)
-                return _reply(result.to_dict(), is_error=not result.ok)
+                result = served.jail_for(language).run(code, params, dry_run=dry_run)
+                return _reply(place_back(result.to_dict(), above), is_error=not result.ok)
             if dry_run:
                 raise ToolError(
                     "dry_run runs outside sessions: leave out session to dry-run a program"
                 )
-            name, kept, notes = sessions.get(session)
-            result = kept.run(program, params)
-        except PoolError as exc:  # busy, shutting down, a session closed: the agent may retry
+            name, kept, notes = sessions.get(session, language)
+            result = kept.run(code, params)
+        except LackjailError as exc:  # busy, shutting down, a session closed, a bad limit
             raise ToolError(str(exc)) from None
-        return _reply({**result.to_dict(), "session": name, **notes}, is_error=not result.ok)
+        reply = {**place_back(result.to_dict(), above), "session": name, **notes}
+        return _reply(reply, is_error=not result.ok)
 
     @server.tool(annotations=ENDS_STATE)
     def close_session(session: str) -> CallToolResult:
@@ -283,8 +367,16 @@ def build_server(served) -> MCPServer:
         return _reply({"session": session, "closed": True})
 
     @server.tool(annotations=READ_ONLY, description=f"{CHECK_PROGRAM}\n\n{tools_text}")
-    def check_program(program: str, params: list[str] | None = None) -> CallToolResult:
-        return _reply(checker.check(program, params).to_dict())
+    def check_program(
+        program: str,
+        params: list[str] | None = None,
+        session: str | None = None,
+        language: str | None = None,
+    ) -> CallToolResult:
+        code, above = unfence(program)
+        defined, level = sessions.bound(session) if session is not None else ((), None)
+        verdict = served.checker_for(language or level).check(code, params, defined)
+        return _reply(place_back(verdict.to_dict(), above))
 
     @server.tool(annotations=READ_ONLY)
     def kit_info(name: str | None = None) -> CallToolResult:
@@ -334,11 +426,9 @@ def build_server(served) -> MCPServer:
         """Write a lackpy program for INTENT (templates, rules, then the configured models),
         validate it, and (run=true) run it in the jail. Returns the program, the tier that wrote
         it and the result."""
-        from lackjail.infer import ConfigError, IntentError
-
         try:
             outcome = served.jail.delegate(intent, params, run=run, root=workspace)
-        except (IntentError, ConfigError, PoolError) as exc:
+        except LackjailError as exc:  # a bad intent or config, or a pool that cannot serve
             raise ToolError(str(exc)) from None
         return _reply(outcome.to_dict(), is_error=outcome.exit_code != 0)
 

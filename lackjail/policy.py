@@ -18,6 +18,7 @@ from lackjail.errors import InputError, unknown_key
 from lackjail.lang.grammar import LANGUAGES
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"  # package data: ships in the wheel
+MAX_POLICY_BYTES = 1 << 20  # a policy file is read whole
 ISOLATION_LEVELS = ("nsjail", "landlock", "seccomp")  # strongest first
 ISOLATION_DEMANDS = (*ISOLATION_LEVELS, "any")  # what a policy may demand
 MODES = ("fresh", "reuse")
@@ -85,7 +86,8 @@ class Policy:
     # the weakest isolation level accepted: the strongest this host has runs, down to it
     # ("any": the seccomp fallback too)
     isolation: str = "nsjail"
-    language: str = "lackpy"  # the language level programs are checked at (LANGUAGES)
+    language: str = "lackpy"  # the level programs are checked at unless one is chosen
+    languages: tuple[str, ...] = LANGUAGES  # the levels a caller or a workspace may choose
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
     tools: ToolRules = field(default_factory=ToolRules)
@@ -93,9 +95,20 @@ class Policy:
     def replace(self, **sections) -> Policy:
         return dataclasses.replace(self, **sections)
 
+    def check_language(self, level: str, chosen_by: str = "") -> str:
+        """LEVEL when this policy allows it; a PolicyError naming the allowed levels (and
+        CHOSEN_BY, where the choice came from) otherwise: a choice never loosens the policy."""
+        if level in self.languages:
+            return level
+        where = f" ({chosen_by})" if chosen_by else ""
+        raise PolicyError(
+            f"language level {level!r}{where} is not allowed by policy {self.name!r}; "
+            f"it allows: {', '.join(self.languages)}"
+        )
+
 
 _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
-_TOP = {"name": str, "isolation": str, "language": str}
+_TOP = {"name": str, "isolation": str, "language": str, "languages": list}
 FRACTIONAL = ("limits.cpu_s",)  # whole-number limits that may be a fraction too
 
 
@@ -181,12 +194,20 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
     for key, value in data.items():
         if key in _SECTIONS:
             values[key] = _section(key, _SECTIONS[key], value)
+        elif key == "languages":
+            values[key] = _check_languages(value)
         else:
             values[key] = _check_value(key, value, "")
     if values.get("language", "lackpy") not in LANGUAGES:
         raise PolicyError(
             f"policy key 'language' must be one of {', '.join(LANGUAGES)}; "
             f"not {values['language']!r}"
+        )
+    allowed = values.get("languages", LANGUAGES)
+    if values.get("language", "lackpy") not in allowed:
+        raise PolicyError(
+            f"policy key 'language' ({values.get('language', 'lackpy')!r}, the level used when "
+            f"none is chosen) must be one of its 'languages': {', '.join(allowed)}"
         )
     if values.get("isolation", "nsjail") not in ISOLATION_DEMANDS:
         raise PolicyError(
@@ -209,6 +230,21 @@ def policy_from_dict(data: dict, name: str = "custom") -> Policy:
             if getattr(limits, key) == 0:
                 raise PolicyError(f"policy key 'limits.{key}' must be > 0")
     return Policy(**values)
+
+
+def _check_languages(value) -> tuple[str, ...]:
+    """The policy's `languages`: known level names, at least one, in the order given."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v in LANGUAGES for v in value)
+    ):
+        example = ", ".join(f'"{v}"' for v in LANGUAGES)
+        raise PolicyError(
+            "policy key 'languages' must list the language levels callers may choose, among "
+            f"{', '.join(LANGUAGES)}; e.g. languages = [{example}]"
+        )
+    return tuple(dict.fromkeys(value))
 
 
 # Bounds a typo must not pass: each jail is a process tree with its own memory, and every
@@ -279,12 +315,14 @@ def load_policy(spec=None) -> Policy:
                 f"no policy named '{text}'; bundled policies: {names}; "
                 "or pass a path to a .toml file"
             )
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    from lackjail.workspace.hostfs import explain, read_file
+
+    try:  # a symlink only root or we could have made is followed; no FIFO, no device
+        data = tomllib.loads(read_file(path, MAX_POLICY_BYTES, own_links=True).decode("utf-8"))
     except FileNotFoundError:
         raise PolicyError(f"policy file {path} does not exist") from None
     except OSError as exc:
-        raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
+        raise PolicyError(f"cannot read policy file {path}: {explain(exc)}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nested array or inline table

@@ -63,7 +63,7 @@ def exit_code(status: str) -> int:
 # What each message type must carry: key -> accepted types. Extra keys are errors.
 _S, _I, _B, _F = (str,), (int,), (bool,), (int, float)
 _ANY = None
-SCHEMAS = {
+SCHEMAS: dict[str, dict] = {
     # controller -> zygote (control channel)
     "ping": {"id": _I},
     "cancel": {"gen": _I},

@@ -37,8 +37,9 @@ import msgpack
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from lackjail.api import Jail, Result, _killed
+from lackjail.api import Jail
 from lackjail.errors import HostError
+from lackjail.result import Result
 
 PROBE_S = 5.0  # how long the cluster's port may take to accept a connection
 RAY_CLIENT_PORT = 10001  # Ray Client's default port, for ray://HOST
@@ -102,7 +103,7 @@ def _dialed(address: str | None) -> tuple[str, int] | None:
             if not url.hostname:
                 raise ValueError(f"{target!r} names no host")
             return url.hostname, url.port or RAY_CLIENT_PORT
-        hostport = canonicalize_bootstrap_address(target)
+        hostport = canonicalize_bootstrap_address(target or "auto")
         if hostport is None:
             return None
         host, _, port = hostport.rpartition(":")
@@ -148,10 +149,15 @@ def _unreachable(address, why: str) -> str:
 class NodeJail:
     """The actor: one node's jail pool. It answers chunks of msgpack'd (seq, program, params)."""
 
-    def __init__(self, policy, kit, workspace, workers, isolation, concurrency):
+    def __init__(self, policy, kit, workspace, workers, isolation, concurrency, language=None):
         try:
             self.jail = Jail(
-                policy=policy, kit=kit, workers=workers, workspace=workspace, isolation=isolation
+                policy=policy,
+                kit=kit,
+                workers=workers,
+                workspace=workspace,
+                isolation=isolation,
+                language=language,
             )
         except Exception as exc:  # the node refuses; the driver reports this message
             raise RuntimeError(f"node {ray.util.get_node_ip_address()} refuses: {exc}") from None
@@ -160,7 +166,7 @@ class NodeJail:
     def ready(self) -> dict:
         return {
             "isolation": self.jail.isolation,
-            "workers": self.jail.pool.size,
+            "workers": self.jail.workers,
             "pid": os.getpid(),
         }
 
@@ -191,6 +197,7 @@ class RayJail:
         chunk: int = CHUNK,
         chunks_in_flight: int = CHUNKS_IN_FLIGHT,
         runtime_env: dict | None = None,
+        language: str | None = None,
     ):
         self.workspace = os.path.abspath(workspace or os.getcwd())
         self.chunk, self.chunks_in_flight = chunk, chunks_in_flight
@@ -199,10 +206,10 @@ class RayJail:
         self.actors: dict = {}  # actor handle -> {"node": id, "pid": int, "isolation": str}
         self.refused: dict = {}  # node id -> reason
         self.retried = 0  # programs run again after their actor died
-        self._start(policy, kit, isolation, concurrency, runtime_env)
+        self._start(policy, kit, isolation, concurrency, runtime_env, language)
 
-    def _start(self, policy, kit, isolation, concurrency, runtime_env) -> None:
-        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)
+    def _start(self, policy, kit, isolation, concurrency, runtime_env, language) -> None:
+        remote = ray.remote(num_cpus=0, max_concurrency=self.chunks_in_flight)(NodeJail)  # type: ignore[call-overload]
         starting = {}
         for node in ray.nodes():
             if not node.get("Alive"):
@@ -214,7 +221,7 @@ class RayJail:
             if runtime_env:
                 options["runtime_env"] = runtime_env
             actor = remote.options(**options).remote(
-                policy, kit, self.workspace, workers, isolation, concurrency
+                policy, kit, self.workspace, workers, isolation, concurrency, language
             )
             starting[actor] = (node["NodeID"], actor.ready.remote())
         for actor, (node, ready) in starting.items():
@@ -249,7 +256,7 @@ class RayJail:
         seqs = iter(range(1 << 62))
         exhausted = False
         while True:
-            for actor in sorted(load, key=load.get):
+            for actor in sorted(load, key=lambda a: load[a]):
                 while load.get(actor, self.chunks_in_flight) < self.chunks_in_flight:
                     chunk = [retry.popleft() for _ in range(min(len(retry), self.chunk))]
                     while not exhausted and len(chunk) < self.chunk:
@@ -281,7 +288,7 @@ class RayJail:
                         self.retried += 1
                     else:
                         programs.pop(seq)
-                        yield keys.pop(seq), _killed(self._why_killed(seq in retried, exc))
+                        yield keys.pop(seq), Result.killed(self._why_killed(seq in retried, exc))
                 continue
             if actor in load:
                 load[actor] -= 1
@@ -290,10 +297,10 @@ class RayJail:
                 yield keys.pop(seq), Result(**result)
         # every actor is gone: what is left was never run
         for seq in list(retry) + [seq for seq in keys if seq not in retry]:
-            yield keys.pop(seq), _killed("not run: every actor of the cluster died")
+            yield keys.pop(seq), Result.killed("not run: every actor of the cluster died")
         if not exhausted:
             for key, _, _ in source:
-                yield key, _killed("not run: every actor of the cluster died")
+                yield key, Result.killed("not run: every actor of the cluster died")
 
     def _lost(self, actor, exc, load) -> None:
         load.pop(actor, None)
@@ -311,10 +318,10 @@ class RayJail:
 
     def map(self, programs: Iterable, params=None) -> Iterator[Result]:
         """Results in input order, like `Jail.map` (items: texts or (program, params) pairs)."""
-        from lackjail.api import _job
+        from lackjail.api import program_and_params
 
         waiting, head = {}, 0
-        jobs = ((i, *_job(item, params)) for i, item in enumerate(programs))
+        jobs = ((i, *program_and_params(item, params)) for i, item in enumerate(programs))
         for index, result in self.as_completed(jobs):
             waiting[index] = result
             while head in waiting:
@@ -342,13 +349,21 @@ def _reason(exc) -> str:
 
 
 def open_ray(address: str, workspace=None, concurrency=None, isolation=None):
-    """A `lackjail batch` runner: one RayJail per (kit, policy)."""
+    """A `lackjail batch` runner: one RayJail per (kit, policy, language)."""
     from lackjail.policy import load_policy
 
-    def open_runner(kit, policy):
-        load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
+    def open_runner(kit, policy, language=None):
+        loaded = load_policy(policy)  # a bad name is the lines' fault, said before any actor starts
+        if language is not None:
+            loaded.check_language(language)
         return RayJail(
-            policy, kit, workspace, address=address, isolation=isolation, concurrency=concurrency
+            policy,
+            kit,
+            workspace,
+            address=address,
+            isolation=isolation,
+            concurrency=concurrency,
+            language=language,
         )
 
     return open_runner

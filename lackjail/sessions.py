@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lackjail.errors import ArgumentError
+from lackjail.policy import positive_number
 from lackjail.pool import PoolError
 from lackjail.pool.jail_process import JailDied
 
@@ -42,7 +43,7 @@ class Session:
 
     def __init__(self, jail: Jail, idle_timeout_s: float | None = None):
         idle = jail.policy.pool.session_idle_s if idle_timeout_s is None else idle_timeout_s
-        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle > 0:
+        if not positive_number(idle):
             raise ArgumentError(
                 f"idle_timeout_s must be a positive number of seconds, not {idle!r}"
             )
@@ -219,7 +220,8 @@ class Sessions:
                 due = {s: (now if s._busy else s.last_used) + s.idle_timeout_s for s in self._open}
                 expired = [s for s, when in due.items() if when <= now]
                 if not expired:
-                    self._cond.wait(min(due.values()) - now if due else None)
+                    wait = min(min(due.values()) - now, threading.TIMEOUT_MAX) if due else None
+                    self._cond.wait(wait)
                     continue
             for session in expired:
                 if not session._running.acquire(blocking=False):  # a run just began
@@ -250,6 +252,11 @@ class AsyncSession:
     async def __aenter__(self) -> AsyncSession:
         return await self.open()
 
+    async def _session(self) -> Session:
+        await self.open()
+        assert self.session is not None  # open() made it
+        return self.session
+
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
@@ -272,9 +279,9 @@ class AsyncSession:
         approve: Callable[[dict], bool] | None = None,
     ) -> Result:
         """See Session.run."""
-        await self.open()
+        session = await self._session()
         return await asyncio.to_thread(
-            self.session.run,
+            session.run,
             program,
             params,
             timeout=timeout,
@@ -296,8 +303,7 @@ class AsyncSession:
         """See Session.stream."""
         from lackjail.api import _astreamed
 
-        await self.open()
-        session = self.session
+        session = await self._session()
         async for event in _astreamed(
             lambda: session.stream(
                 program, params, timeout=timeout, cpu_s=cpu_s, memory_mb=memory_mb, approve=approve

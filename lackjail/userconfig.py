@@ -3,10 +3,11 @@
 `~/.config/lackjail/config.toml` (or `$XDG_CONFIG_HOME/lackjail/config.toml`)
 is the user's: its `[defaults]` table may set `kit`, `policy` and `language`.
 A workspace's `.lackjail/config.toml` was possibly written by an attacker:
-its `[defaults]` may only choose a `kit`, and its `[limits]` may only
-tighten the policy (a repository must not loosen its own sandbox). The
-user's own choices, flags first, then their config, win over the
-workspace's. The `[inference]` table of either file belongs to
+its `[defaults]` may only choose a `kit` and a `language` (among the levels
+the policy allows), and its `[limits]` may only tighten the policy (a
+repository must not loosen its own sandbox). The user's own choices, flags
+first, then their config, win over the workspace's. The `[inference]` table
+of either file belongs to
 `lackjail.infer.config`; other tables are ignored here.
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 from lackjail.errors import InputError, unknown_key
 
 USER_KEYS = ("kit", "policy", "language")
-WORKSPACE_KEYS = ("kit",)
+WORKSPACE_KEYS = ("kit", "language")
 WORKSPACE_CONFIG = os.path.join(".lackjail", "config.toml")
 MAX_CONFIG_BYTES = 1 << 20
 WORKSPACE_KIT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*(,[A-Za-z0-9_-]+(\.[A-Za-z0-9_]+)*)*")
@@ -65,6 +66,15 @@ def workspace_defaults(root) -> Defaults:
             f"{path}: 'defaults.kit' must name a kit or tools (letters, digits, '_', '-', '.', "
             "','), not a path"
         )
+    language = chosen.get("language")
+    if language is not None:
+        from lackjail.lang import LANGUAGES
+
+        if language not in LANGUAGES:
+            raise ConfigError(
+                f"{path}: 'defaults.language' must be one of {', '.join(LANGUAGES)}, "
+                f"not {language!r}"
+            )
     return Defaults(**chosen, limits=_limits_table(data, path))
 
 

@@ -18,6 +18,7 @@ Steps (a list of [action, argument]):
   ["write_run", [gen, hex, placeholder]]  the same, PLACEHOLDER replaced by the run's id
   ["result", gen]        write an `ok` result for the run last read from it (value: gen)
   ["result_status", [gen, status]]  the same with another status
+  ["result_errors", [gen, errors]]  an `error` result carrying ERRORS as they are
   ["result_of", [gen, other, n]]  an `ok` result on GEN's channel carrying the id of run N
                          (0 the first, -1 the last) read from child OTHER
   ["late", [gen, hex]]   like write, but the channel may be closed already
@@ -84,6 +85,10 @@ for action, arg in _script(sys.argv[2]):
     elif action == "result_status":
         gen, status = arg
         result = protocol.make_result(children[gen][2], status, gen, [], 1.0, 1)
+        os.write(children[gen][1], protocol.encode(result))
+    elif action == "result_errors":
+        gen, errors = arg
+        result = protocol.make_result(children[gen][2], "error", None, errors, 1.0, 1)
         os.write(children[gen][1], protocol.encode(result))
     elif action == "result_of":
         gen, other, n = arg

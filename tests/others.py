@@ -125,11 +125,17 @@ def reachable() -> Python:
 
 
 def _link(src, dst) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    os.chmod(dst, os.stat(src).st_mode & 0o777 | 0o444)
+    """DST as SRC, readable by anyone: a hard link where SRC already is (a link shares its
+    mode: changing it would change the original's), else a copy."""
+    mode = os.stat(src).st_mode & 0o777
+    if mode & 0o004:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
+    os.chmod(dst, mode | 0o444)
 
 
 def _libpython() -> list[str]:

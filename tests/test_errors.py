@@ -22,7 +22,7 @@ def _modules():
         try:
             yield importlib.import_module(info.name)
         except ImportError as exc:  # an optional extra (ray, an agent framework) is missing
-            assert exc.name and not exc.name.startswith("lackjail"), exc
+            assert not (exc.name or "").startswith("lackjail"), exc
 
 
 def test_every_error_lackjail_defines_is_a_lackjail_error_of_one_family():

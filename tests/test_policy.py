@@ -73,3 +73,44 @@ def test_a_pool_size_out_of_bounds_is_refused_before_any_jail_starts(workers):
 
     with pytest.raises(ValueError, match=r"workers must be between 1 and 1024 .*not -?\d+"):
         Pool(load_policy("default"), workers=workers)
+
+
+def test_a_policy_lists_the_levels_it_allows(tmp_path):
+    from lackjail.lang import LANGUAGES
+
+    assert load_policy("default").languages == LANGUAGES  # left out: every level there is
+    assert load_policy("ci").languages == LANGUAGES
+    assert load_policy("strict").languages == ("lackpy", "extended")
+    path = tmp_path / "p.toml"
+    path.write_text('languages = ["extended", "lackpy"]\nlanguage = "extended"\n')
+    policy = load_policy(str(path))
+    assert (policy.language, policy.languages) == ("extended", ("extended", "lackpy"))
+    assert policy.check_language("lackpy") == "lackpy"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"languages": "lackpy"}, "policy key 'languages' must list the language levels"),
+        ({"languages": []}, "policy key 'languages' must list the language levels"),
+        ({"languages": ["lackpy", "cobol"]}, "among lackpy, extended"),
+        (
+            {"languages": ["lackpy"], "language": "extended"},
+            "policy key 'language' ('extended', the level used when none is chosen) must be one "
+            "of its 'languages': lackpy",
+        ),
+    ],
+)
+def test_bad_languages_name_the_key(data, message):
+    with pytest.raises(PolicyError) as caught:
+        load_policy(data)
+    assert message in str(caught.value)
+
+
+def test_a_level_outside_the_list_is_refused_naming_the_allowed_ones():
+    with pytest.raises(PolicyError) as caught:
+        load_policy({"languages": ["lackpy"]}).check_language("extended", "--language")
+    assert str(caught.value) == (
+        "language level 'extended' (--language) is not allowed by policy 'custom'; "
+        "it allows: lackpy"
+    )

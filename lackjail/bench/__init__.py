@@ -15,10 +15,11 @@ from lackjail.bench.anchors import lackpy_figures, monty_figures
 from lackjail.bench.batch import batch_figures
 from lackjail.bench.figures import Figures, merge
 from lackjail.bench.floor import exec_baseline, handoff_us, validate_figures
-from lackjail.bench.jailed import fresh_figures, reuse_figures
+from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures
 from lackjail.bench.tools import tool_call_figures
 
-SECTIONS = ("floor", "fresh", "reuse", "tools", "anchors", "batch")  # in the order they run
+# in the order they run
+SECTIONS = ("floor", "fresh", "reuse", "landlock", "tools", "anchors", "batch")
 
 
 def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
@@ -30,6 +31,10 @@ def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
         ),
         "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
         "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),
+        "landlock": (
+            "fresh and reuse runs at the landlock level (no namespaces)",
+            lambda: landlock_figures(n),
+        ),
         "tools": ("tool calls", tool_call_figures),
         "anchors": (
             "anchors, measured in this run",

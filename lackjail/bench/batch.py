@@ -39,8 +39,8 @@ def batch_runs_per_s(n: int = 10_000, workers: int = 2, isolation=None) -> float
             for i in range(n):
                 fh.write(json.dumps({"id": i, "program": numbered(i)}) + "\n")
         with Jail(workers=workers, isolation=isolation) as jail:
-            jail.pool.wait_full()
-            summary = run_batch(source, out, lambda kit, policy: _Borrowed(jail))
+            jail.wait_ready()
+            summary = run_batch(source, out, lambda *group: _Borrowed(jail))
     if summary.counts["ok"] != n:
         raise RuntimeError(f"the batch gave {dict(summary.counts)} for {n} trivial programs")
     return summary.runs_per_s
@@ -64,7 +64,7 @@ def local_figures(n: int = 10_000, workers: int = 2) -> dict:
     from lackjail.api import Jail
 
     with Jail(workers=workers) as jail:
-        jail.pool.wait_full()
+        jail.wait_ready()
         started = time.perf_counter()
         for i in range(n):
             jail.run(numbered(i))
@@ -109,7 +109,7 @@ def _ray_inside(n: int) -> dict:
 
     jobs = [(i, numbered(i), None) for i in range(n)]
     with Jail(workers=2) as jail:
-        jail.pool.wait_full()
+        jail.wait_ready()
         started = time.perf_counter()
         assert len(dict(jail.as_completed(jobs))) == n
         local = _rate(n, time.perf_counter() - started)
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> None:
     if "--inside" in argv:
         print(json.dumps(_ray_inside(n)))
         return
-    sections = [] if "--ray-only" in argv else [local_figures]
+    sections: list = [] if "--ray-only" in argv else [local_figures]
     if "--ray" in argv or "--ray-only" in argv:
         sections.append(ray_figures)
     for section in sections:

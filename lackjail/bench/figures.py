@@ -16,6 +16,7 @@ FRESH_SPARE_P99 = "fresh p99, spares ready (us)"
 REUSE = "reuse p50 (us)"
 REUSE_P99 = "reuse p99 (us)"
 REUSE_SAME = "reuse p50, the same program every run (us)"
+SESSION = "session run p50 (us)"
 TOOL = "host tool call (median us per call)"
 JAIL_TOOL = "jail-placed tool call (median us per call)"
 BENEATH = "openat2 resolution, added per file access (median us)"
@@ -34,6 +35,12 @@ BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
 VALIDATE = "validate trivial (median us)"
 VALIDATE_IDLE = "validate trivial after 10 ms idle (median us)"
+# the same figures at the landlock level (no namespaces), beside nsjail's
+LANDLOCK_COLD = "landlock: cold start to first result (ms)"
+LANDLOCK_FRESH = "landlock: fresh p50, back to back (us)"
+LANDLOCK_TPUT_FRESH = "landlock: fresh throughput, 2 workers (runs/s)"
+LANDLOCK_REUSE = "landlock: reuse p50 (us)"
+LANDLOCK_TPUT_REUSE = "landlock: reuse throughput, 2 workers (runs/s)"
 
 
 def pct(samples, p):

@@ -18,6 +18,7 @@ from lackjail.bench.figures import (
     MONTY,
     MONTY_CALL,
     REUSE,
+    SESSION,
     SPACING_S,
     TOOL,
     TPUT_FRESH,
@@ -105,6 +106,7 @@ def goals(f: Figures) -> list[Goal]:
             scaled(FRESH_SPARE, 2.0),
         ),
         Goal("reuse p50", f.get(REUSE), "us", "<= 100 us", 100.0),
+        Goal("session run p50", f.get(SESSION), "us", "<= reuse p50", scaled(REUSE, 1.0)),
         Goal(
             "host tool call vs monty's external call",
             f.get(TOOL),

@@ -17,9 +17,15 @@ from lackjail.bench.figures import (
     FRESH_B2B_P99,
     FRESH_SPARE,
     FRESH_SPARE_P99,
+    LANDLOCK_COLD,
+    LANDLOCK_FRESH,
+    LANDLOCK_REUSE,
+    LANDLOCK_TPUT_FRESH,
+    LANDLOCK_TPUT_REUSE,
     REUSE,
     REUSE_P99,
     REUSE_SAME,
+    SESSION,
     SPACING_S,
     TPUT_FRESH,
     TPUT_REUSE,
@@ -54,9 +60,7 @@ def settle(jail, workers=WORKERS, timeout=10.0):
     """Wait until every jail has started and its zygote has all its spares forked (a zygote
     forks the first before its heap work and the others after it: a window that starts
     sooner would count that one-time work as the runs')."""
-    wait_full = getattr(jail.pool, "wait_full", None)
-    if wait_full is not None:
-        wait_full(timeout)
+    jail.wait_ready(timeout)
     spares = jail.policy.pool.spares
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -161,7 +165,7 @@ def _spent(label, before: Usage, after: Usage, runs: int, wall_s: float) -> Figu
     for name, value in zip(names, per):
         figures[name] = value / runs * 1e6
     cpu = sum(per[1:]) / runs
-    figures[names[-1]] = os.cpu_count() / cpu if cpu > 0 else None
+    figures[names[-1]] = (os.cpu_count() or 1) / cpu if cpu > 0 else None
     if cpu <= 0:
         figures.missing(names[-1], "no CPU time was counted")
     return figures
@@ -263,7 +267,44 @@ def reuse_figures(n=500, isolation=None, callers=4):
         figures[REUSE_P99] = pct(reuse, 0.99)
         # a program run again (Jail.map over parameters): its verdict and code are kept
         figures[REUSE_SAME] = pct(_run_latency(jail, n, same=TRIVIAL), 0.5)
+        # a session's runs (each a new program, in the state the earlier ones left), measured
+        # beside the reuse runs: a session's child is a reused child of a jail of its own
+        with jail.session() as session:
+            ensure_ok(session.run(TRIVIAL))
+            figures[SESSION] = pct(_run_latency(session, n), 0.5)
         figures[TPUT_REUSE] = throughput(jail, callers, total=n * 4)["runs/s"]
+    return figures
+
+
+def landlock_figures(n=500, callers=4):
+    """Fresh and reuse runs at the landlock level, to set beside nsjail's (a host without
+    Landlock says so)."""
+    from lackjail.api import Jail
+    from lackjail.pool.isolation import IsolationError
+
+    figures = Figures()
+    names = (
+        LANDLOCK_COLD,
+        LANDLOCK_FRESH,
+        LANDLOCK_TPUT_FRESH,
+        LANDLOCK_REUSE,
+        LANDLOCK_TPUT_REUSE,
+    )
+    try:
+        figures[LANDLOCK_COLD], _ = cold_start_ms("landlock")
+    except IsolationError as exc:
+        for name in names:
+            figures.missing(name, str(exc))
+        return figures
+    for mode, b2b, tput in (
+        ("fresh", LANDLOCK_FRESH, LANDLOCK_TPUT_FRESH),
+        ("reuse", LANDLOCK_REUSE, LANDLOCK_TPUT_REUSE),
+    ):
+        with Jail(workers=WORKERS, mode=mode, isolation="landlock") as jail:
+            ensure_ok(jail.run(TRIVIAL))
+            settle(jail)
+            figures[b2b] = pct(_run_latency(jail, n), 0.5)
+            figures[tput] = throughput(jail, callers, total=n * 4)["runs/s"]
     return figures
 
 

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted", err=True)
         code = EXIT_INTERRUPTED
     except click.ClickException as exc:
-        exc.message = terminal_safe(exc.message)  # messages may quote workspace-chosen names
+        exc.message = terminal_safe(exc.message)  # type: ignore[misc]  # messages may quote workspace-chosen names
         if "--json" in args:
             click.echo(error_object(exc.format_message()))
         else:

@@ -5,7 +5,7 @@ import sys
 import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Command, leave
-from lackjail.cli.options import isolation_option
+from lackjail.cli.options import isolation_option, language_choices
 from lackjail.policy import MAX_WORKERS
 
 
@@ -25,6 +25,12 @@ from lackjail.policy import MAX_WORKERS
     default="default",
     show_default=True,
     help="Policy for every line when given; without it, for lines that name none.",
+)
+@click.option(
+    "--language",
+    type=click.Choice(language_choices()),
+    help="Language level for every line when given (among the policy's levels); without it, "
+    "for lines that name none [the policy's].",
 )
 @click.option(
     "--workspace",
@@ -52,6 +58,7 @@ def batch(
     output_path,
     kit,
     policy,
+    language,
     workspace,
     workers,
     concurrency,
@@ -61,8 +68,10 @@ def batch(
 ):
     """Run every program of INPUT.jsonl; write one result line per id to RESULTS.jsonl.
 
-    Each input line: {"id", "program", "params"?, "kit"?, "policy"?}; a line
-    may name its kit or policy only where --kit or --policy is not given. Ids already
+    Each input line: {"id", "program", "params"?, "kit"?, "policy"?, "language"?};
+    a line may name its kit, policy or language only where --kit, --policy or
+    --language is not given, and a language only among its policy's levels. A
+    program in a Markdown code fence runs as the code inside. Ids already
     in RESULTS.jsonl are skipped, so a rerun finishes an interrupted batch. A
     line that cannot run gets an `invalid` result (lines without a usable id
     are reported as `line:N`). Exit 0 when every program ran ok, 1 when some
@@ -70,7 +79,7 @@ def batch(
     """
     from lackjail import batch as b
 
-    _check_defaults(kit, policy, workspace)
+    _check_defaults(kit, policy, workspace, language)
     if ray_address:
         try:
             from lackjail.ray import open_ray
@@ -92,8 +101,9 @@ def batch(
             open_runner,
             kit=kit,
             policy=policy,
-            pinned=_given(click.get_current_context(), "kit", "policy"),
+            pinned=_given(click.get_current_context(), "kit", "policy", "language"),
             progress=bar,
+            language=language,
         )
     finally:  # on a HostError the results so far are kept: rerun once the cause is fixed
         if bar is not None:
@@ -111,12 +121,14 @@ def _given(ctx, *names) -> frozenset:
     return frozenset(n for n in names if ctx.get_parameter_source(n) not in unset)
 
 
-def _check_defaults(kit, policy, workspace):
-    """Bad --policy or --kit is bad input (exit 2) before anything runs."""
+def _check_defaults(kit, policy, workspace, language):
+    """Bad --policy, --kit or --language is bad input (exit 2) before anything runs."""
     from lackjail.kit import resolve_kit
     from lackjail.policy import load_policy
 
-    load_policy(policy)
+    loaded = load_policy(policy)
+    if language is not None:
+        loaded.check_language(language, "--language")
     if kit:
         resolve_kit(kit, workspace=workspace or ".")
 

@@ -1,5 +1,6 @@
 """Helpers shared by the subcommands: exit codes, reading programs, parameters, JSON output."""
 
+import errno
 import json
 import sys
 from typing import NoReturn
@@ -8,7 +9,9 @@ import click
 
 from lackjail.errors import LackjailError
 from lackjail.jsondata import dumps
+from lackjail.terminal import terminal_safe
 
+MAX_PROGRAM_FILE_BYTES = 16 << 20  # a program file read whole; the policy's cap is far lower
 EXIT_OK, EXIT_FAILED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EXIT_HELP = (
@@ -22,7 +25,7 @@ class Failure(click.ClickException):
 
     def __init__(self, error: LackjailError):
         super().__init__(str(error))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click's is a class default
 
 
 def _failing(invoke):
@@ -64,15 +67,9 @@ def result_object(status: str, message: str, wall_ms: float = 0.0, **known) -> d
     """A run's result for a program that never ran or did not finish (bad input, Ctrl-C): every
     key a finished run's has (`lackjail.api.Result`), neutral unless KNOWN (output, trace,
     isolation, mode) says what happened until then."""
-    from lackjail.api import Result
+    from lackjail.result import Result
 
-    stats = {
-        "wall_ms": round(wall_ms, 3),
-        "cpu_ms": 0.0,
-        "max_rss_kb": 0,
-        "tool_calls": len(known.get("trace", ())),
-    }
-    return Result(status, errors=[{"message": message}], stats=stats, **known).to_dict()
+    return Result.failed(status, message, wall_ms, **known).to_dict()
 
 
 def error_object(message: str) -> str:
@@ -81,14 +78,21 @@ def error_object(message: str) -> str:
 
 
 def read_source(path: str) -> tuple[bytes, str]:
-    """Read a program from PATH or stdin ('-'); a read failure is bad input (exit 2)."""
+    """Read a program from PATH or stdin ('-'); a read failure is bad input (exit 2). A program
+    file is a regular file reached through no symlink (one could name a token file, /dev/zero
+    or a FIFO that never answers); past MAX_PROGRAM_FILE_BYTES it is not read on."""
+    from lackjail.workspace.hostfs import explain, read_file
+
     try:
         if path == "-":
             return sys.stdin.buffer.read(), "<stdin>"
-        with open(path, "rb") as fh:
-            return fh.read(), path
+        return read_file(path, MAX_PROGRAM_FILE_BYTES), path
     except OSError as exc:
-        raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if exc.errno == errno.EFBIG:
+            message = f"it is over {MAX_PROGRAM_FILE_BYTES} bytes, not a program"
+        else:
+            message = explain(exc)
+        raise click.UsageError(f"cannot read {terminal_safe(path)}: {message}") from None
 
 
 def parse_params(pairs) -> dict:

@@ -153,7 +153,7 @@ def create(file, name, pattern, kit, workspace, force):
     inserted as a string value, never as code.
     """
     from lackjail.infer import TemplateStore
-    from lackjail.infer.templates import IntentPattern
+    from lackjail.infer.templates import IntentPattern, as_checked
 
     raw, filename = read_source(file)
     try:
@@ -161,7 +161,9 @@ def create(file, name, pattern, kit, workspace, force):
         names = IntentPattern.compile(pattern).names
     except UnicodeDecodeError:
         raise click.UsageError(f"{filename} is not UTF-8 text") from None
-    verdict = setup(Shared(kit=kit, workspace=workspace)).checker.check(body, names)
+    verdict = setup(Shared(kit=kit, workspace=workspace)).checker.check(
+        as_checked(body, names), names
+    )
     if not verdict.valid:
         for err in verdict.errors:
             click.echo(error_line(err.to_dict(), filename), err=True)

@@ -5,7 +5,6 @@ import sys
 
 import click
 
-from lackjail.atomicfile import write_text_atomic
 from lackjail.cli.common import Command, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import note, verbosity, verdict
@@ -19,6 +18,7 @@ from lackjail.gate.report import (
     unknown_rules,
 )
 from lackjail.terminal import terminal_safe
+from lackjail.workspace.hostfs import explain, write_file
 
 GATE_HELP = (
     "Exit codes: 0 every program passed; 1 a program failed the gate (rejected, or failed when "
@@ -38,13 +38,14 @@ def _output_folder(output):
 
 
 def _write(output: str, text: str) -> None:
-    """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI)."""
+    """Write TEXT to OUTPUT whole or not at all (a half-written report would mislead CI), through
+    the door: beneath the folder opened once, the mode set on the temporary file's descriptor."""
     try:
         _output_folder(output)
-        write_text_atomic(output, text)
+        write_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise click.BadParameter(
-            f"cannot write {output!r}: {exc.strerror or exc}", param_hint="--output"
+            f"cannot write {output!r}: {explain(exc)}", param_hint="--output"
         ) from None
 
 
@@ -161,6 +162,7 @@ def gate(paths, pattern, run, dry_run, shared, fmt, select, ignore, output):
             chosen.params,
             jail=jail,
             language=chosen.language,
+            audience="cli",
             dry_run=dry_run,
         )
         if progress is None:

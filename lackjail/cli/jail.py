@@ -15,7 +15,7 @@ def workspace_folder(workspace) -> str:
         raise click.BadParameter(str(exc), param_hint="--workspace") from None
 
 
-def open_jail(setup, workers=1, mode=None, isolation=None, approve=None):
+def open_jail(setup, workers=1, mode=None, isolation=None, approve=None, audience="cli"):
     """A Jail for run, gate, delegate and serve from the resolved shared options (a `Setup`);
     a bad policy or kit, or a host that cannot run jails, is a LackjailError (one line)."""
     from lackjail.api import Jail
@@ -29,4 +29,5 @@ def open_jail(setup, workers=1, mode=None, isolation=None, approve=None):
         isolation=isolation,
         approve=approve,
         language=setup.language,
+        audience=audience,
     )

@@ -23,7 +23,7 @@ PARAM_HELP = (
 )
 
 
-def _language_choices() -> list[str]:
+def language_choices() -> list[str]:
     from lackjail.lang import LANGUAGES
 
     return list(LANGUAGES)
@@ -84,7 +84,7 @@ def program_options(
         ),
         click.option(
             "--language",
-            type=click.Choice(_language_choices()),
+            type=click.Choice(language_choices()),
             help="The language level programs are checked against [the policy's].",
         ),
     ]
@@ -191,15 +191,24 @@ class Setup:
 
 def setup(shared: Shared) -> Setup:
     """Resolve the shared options once: flags first, then the user's config, then the
-    workspace's, then the command's defaults. Load the policy (tightened by the limit flags and the
-    workspace's [limits]), resolve the kit beneath the workspace, check the parameters.
+    workspace's, then the command's defaults (the language level: the flag, the user's, then
+    the workspace's, always among the levels the policy allows). Load the policy (tightened by
+    the limit flags and the workspace's [limits]), resolve the kit beneath the workspace, check
+    the parameters.
     Each problem is a usage error (exit 2) naming its option or config file."""
+    from lackjail import lang
     from lackjail.checker import Checker
     from lackjail.cli.jail import workspace_folder
     from lackjail.errors import KitError
     from lackjail.kit import resolve_kit
     from lackjail.policy import PolicyError, load_policy
-    from lackjail.userconfig import ConfigError, tighten, user_defaults, workspace_defaults
+    from lackjail.userconfig import (
+        ConfigError,
+        tighten,
+        user_config_path,
+        user_defaults,
+        workspace_defaults,
+    )
 
     root = workspace_folder(shared.workspace)
     try:
@@ -209,7 +218,18 @@ def setup(shared: Shared) -> Setup:
     policy = shared.policy or user.policy or shared.default_policy
     # the user's own choice (a flag, their config) wins over what the repository asks for
     kit = shared.kit or user.kit or local.kit or shared.default_kit
-    language = shared.language or user.language
+    language, chosen_by = next(
+        (
+            (value, where)
+            for value, where in (
+                (shared.language, "--language"),
+                (user.language, f"{user_config_path()} [defaults] language"),
+                (local.language, f"{root}/.lackjail/config.toml [defaults] language"),
+            )
+            if value
+        ),
+        (None, ""),
+    )
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:
@@ -225,8 +245,10 @@ def setup(shared: Shared) -> Setup:
         raise click.BadParameter(str(exc), param_hint="--kit") from None
     values = parse_params(shared.params)
     try:
-        checker = Checker(loaded, resolved, language)
-    except ValueError as exc:  # a language level the validator does not know (from a config)
+        if language is not None:  # a choice among the policy's levels, never beyond them
+            loaded.check_language(lang.check_language(language), chosen_by)
+        checker = Checker(loaded, resolved, language, audience="cli")
+    except ValueError as exc:  # a level the validator does not know, or one the policy refuses
         raise click.UsageError(str(exc)) from None
     errors = checker.param_errors(values)
     if errors:

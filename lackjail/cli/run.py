@@ -43,6 +43,9 @@ from lackjail.cli.output import detail, end_output, print_result, show_output
 def run(file, shared, stream, dry_run, yes, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
+    A program wrapped in a Markdown code fence (```python ... ```, with prose
+    around it or not) runs as the code inside; errors keep FILE's line numbers.
+
     Prints what the program prints as it prints it, then the value of its
     last expression; --json prints one object (status, value, output,
     errors, trace, isolation, mode, stats, written, diff), also for bad
@@ -55,8 +58,11 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
       lackjail run examples/count_lines.lackpy --kit readonly --json
       lackjail run examples/rename_todo.lackpy --kit files --param path=examples/notes.txt --dry-run
     """
+    from lackjail.infer.sanitize import place_back, unfence
+
     chosen = setup(shared)
     source, filename = read_source(file)
+    source, above = unfence(source)  # a program in a Markdown fence, as models write them
     approve, stop = None, threading.Event()  # set on Ctrl-C: a pending question is denied
     if chosen.kit.names:
         from lackjail.cli.approve import terminal_approver
@@ -68,7 +74,8 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         try:
             for event in jail.stream(source, chosen.params, dry_run=dry_run):
                 if isinstance(event, Result):  # the last: noted before it is shown
-                    finished, event = event, {"event": "result", **event.to_dict()}
+                    placed = place_back(event.to_dict(), above)  # lines of what was sent
+                    finished, event = Result(**placed), {"event": "result", **placed}
                 kind = event["event"]  # noted before it is shown: Ctrl-C may come next
                 if kind == "output":
                     output.append(event["text"])
@@ -93,7 +100,7 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
                     output="".join(output),
                     trace=trace,
                     isolation=jail.isolation,
-                    mode=jail.pool.mode,
+                    mode=jail.mode,
                 )
                 emit_json({"event": "result", **stopped} if stream else stopped)
             raise

@@ -100,12 +100,14 @@ def serve(shared, workers, http, allow_remote):
         raise click.UsageError(
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
+    from lackjail.checker import Checker
+
     served = Served(
         opening,
         policy=chosen.policy,
         kit=chosen.kit,
         workspace=chosen.workspace,
-        checker=chosen.checker,
+        checker=Checker(chosen.policy, chosen.kit, chosen.language, audience="mcp"),
     )
     try:
         server = build_server(served)
@@ -129,7 +131,7 @@ def _open_in_background(chosen, workers, where: str) -> Future:
 
     def work():
         try:
-            jail = open_jail(chosen, workers=workers)
+            jail = open_jail(chosen, workers=workers, audience="mcp")
         except Exception as exc:  # every tool that runs a program says so too
             opening.set_exception(exc)
             line = f"lackjail {__version__}: the jail could not start: {exc}"

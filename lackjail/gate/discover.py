@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lackjail.errors import InputError
 from lackjail.workspace.beneath import Tree
-from lackjail.workspace.hostfs import reopen_regular
+from lackjail.workspace.hostfs import HostFile, reopen_regular
 
 DEFAULT_GLOB = "**/*.lackpy"
 STDIN = "-"
@@ -111,13 +111,13 @@ def open_program(path: str, root: str) -> int:
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        pathfd = os.open(absolute, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-    else:
-        tree = Tree(root)
-        try:
-            pathfd = tree.open(Path(relative).as_posix(), os.O_PATH)
-        finally:
-            tree.close()
+        with HostFile(absolute) as file:
+            return file.open()
+    tree = Tree(root)
+    try:
+        pathfd = tree.open(Path(relative).as_posix(), os.O_PATH)
+    finally:
+        tree.close()
     try:
         return reopen_regular(pathfd)  # a device or FIFO is refused, never opened
     finally:

@@ -2,8 +2,7 @@
 
 Validation is the jail's own (the kit's names, the policy's size limit), so
 a program the gate passes is one `lackjail run` would accept; a rejected
-program never reaches the jail. Runs share one Jail, as many at once as it
-has workers.
+program never reaches the jail. Runs share one Jail, through its `as_completed`.
 """
 
 from __future__ import annotations
@@ -11,18 +10,29 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING
 
 from lackjail.errors import InputError
 from lackjail.gate.discover import STDIN, Found, open_program
 from lackjail.gate.report import GateReport, ProgramReport
+
+if TYPE_CHECKING:
+    from lackjail.result import Result
 
 
 class Gate:
     """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL, if given."""
 
     def __init__(
-        self, policy, kit, params=None, jail=None, root=None, language=None, dry_run=False
+        self,
+        policy,
+        kit,
+        params=None,
+        jail=None,
+        root=None,
+        language=None,
+        audience="library",
+        dry_run=False,
     ):
         from lackjail.checker import Checker
 
@@ -32,7 +42,9 @@ class Gate:
         self.jail = jail
         self.dry_run = dry_run  # run, but write nothing: each program's diff is reported
         self.root = os.path.abspath(root or os.getcwd())
-        self.checker = jail.checker if jail is not None else Checker(policy, kit, language)
+        self.checker = (
+            jail.checker if jail is not None else Checker(policy, kit, language, audience=audience)
+        )
 
     def check(self, program: Found) -> tuple[ProgramReport, bytes | None]:
         """The validation report, and the source when it is valid (None otherwise)."""
@@ -57,23 +69,10 @@ class Gate:
         )
         return report, source if result.valid else None
 
-    def execute(self, report: ProgramReport, source: bytes) -> ProgramReport:
-        """Run a valid program once in the jail and fold the result into its report."""
-        from lackjail.pool import PoolError
-
-        try:
-            result = self.jail.run(source, self.params, dry_run=self.dry_run)
-        except (
-            PoolError
-        ) as exc:  # the pool could not lend a jail: the program was not judged, so it fails
-            report.ran, report.status = True, "error"
-            report.errors = [
-                {"message": f"the jail could not run it: {exc}", "rule": "verdict/error"}
-            ]
-            return report
-        report.ran = (
-            result.status != "invalid"
-        )  # the jail refused the inputs (a parameter): nothing ran
+    def fold(self, report: ProgramReport, result: Result) -> ProgramReport:
+        """Fold the Result of a valid program's one run into its report (a run the jail could
+        not do at all is a `killed` Result: the program was not judged, so it fails)."""
+        report.ran = result.status != "invalid"  # the jail refused the inputs: nothing ran
         report.status = result.status if report.ran else "rejected"
         report.errors = [
             {**e, "rule": e.get("rule") or f"verdict/{result.status}"} for e in result.errors
@@ -96,14 +95,12 @@ class Gate:
                 to_run.append((report, source))
             elif on_done:
                 on_done(report)
-        if to_run:
-            with ThreadPoolExecutor(
-                max_workers=self.jail.pool.size, thread_name_prefix="lackjail-gate"
-            ) as pool:
-                for future in as_completed([pool.submit(self.execute, r, s) for r, s in to_run]):
-                    done = future.result()
-                    if on_done:
-                        on_done(done)
+        if to_run and self.jail is not None:
+            jobs = ((report, source, self.params) for report, source in to_run)
+            for report, result in self.jail.as_completed(jobs, dry_run=self.dry_run):
+                done = self.fold(report, result)
+                if on_done:
+                    on_done(done)
         return GateReport(
             reports,
             self.policy.name,

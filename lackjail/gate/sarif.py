@@ -46,18 +46,22 @@ def known_rules() -> list[tuple[str, str, str]]:
 
 @functools.cache
 def help_base() -> str:
-    """Where rule help lives: the package's documentation URL when its metadata names one,
-    else its page on the package index."""
+    """The rules page (docs/rules.md) as the package's metadata places it: its `Rules` URL,
+    else `docs/rules.md` in its GitHub-style `Repository` (or `Source`) URL; "" when it
+    names neither, and the rules then carry no helpUri rather than one to nowhere."""
     from importlib.metadata import PackageNotFoundError, metadata
 
     try:
         urls = metadata("lackjail").get_all("Project-URL") or []
     except PackageNotFoundError:
         urls = []
-    for label, _, url in (u.partition(", ") for u in urls):
-        if label.lower() in ("documentation", "homepage") and url.startswith("https://"):
-            return url
-    return "https://pypi.org/project/lackjail/"
+    named = {label.lower(): url for label, _, url in (u.partition(", ") for u in urls)}
+    if named.get("rules", "").startswith("https://"):
+        return named["rules"]
+    for label in ("repository", "source"):
+        if named.get(label, "").startswith("https://"):
+            return named[label].rstrip("/") + "/blob/main/docs/rules.md"
+    return ""
 
 
 def fingerprint(name: str, error: dict) -> str:
@@ -69,9 +73,8 @@ def fingerprint(name: str, error: dict) -> str:
 
 def _descriptor(rule_id: str, text: str, kind: str) -> dict:
     words = rule_id.replace("/", "-").split("-")
-    return {
+    descriptor = {
         "id": rule_id,
-        "helpUri": f"{help_base()}#rule-{quote(rule_id, safe='')}",
         "name": "".join(w.capitalize() for w in words),
         "shortDescription": {"text": text},
         "fullDescription": {"text": f"lackpy {kind} rule {rule_id}: {text}."},
@@ -82,6 +85,9 @@ def _descriptor(rule_id: str, text: str, kind: str) -> dict:
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["lackpy", kind]},
     }
+    if help_base():
+        descriptor["helpUri"] = f"{help_base()}#rule-{quote(rule_id, safe='')}"
+    return descriptor
 
 
 def _rules(report: GateReport) -> list[dict]:

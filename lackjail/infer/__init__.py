@@ -2,31 +2,37 @@
 
 gen = generate("find all python files and count them", kit)
 outcome = delegate(jail, "find all python files and count them")
+
+The names load on first use: `lackjail run` imports `lackjail.infer.sanitize` alone (to unwrap
+a fenced program) and must not pay for the tiers.
 """
 
-from lackjail.infer.config import ConfigError, InferenceConfig, ProviderConfig, load_config
-from lackjail.infer.pipeline import (
-    DelegateResult,
-    Generation,
-    IntentError,
-    check_intent,
-    delegate,
-    generate,
-)
-from lackjail.infer.templates import Template, TemplateError, TemplateStore
+import importlib
 
-__all__ = [
-    "ConfigError",
-    "DelegateResult",
-    "Generation",
-    "InferenceConfig",
-    "IntentError",
-    "ProviderConfig",
-    "Template",
-    "TemplateError",
-    "TemplateStore",
-    "check_intent",
-    "delegate",
-    "generate",
-    "load_config",
-]
+_WHERE = {
+    "ConfigError": "config",
+    "InferenceConfig": "config",
+    "ProviderConfig": "config",
+    "load_config": "config",
+    "DelegateResult": "pipeline",
+    "Generation": "pipeline",
+    "IntentError": "pipeline",
+    "check_intent": "pipeline",
+    "delegate": "pipeline",
+    "generate": "pipeline",
+    "Template": "templates",
+    "TemplateError": "templates",
+    "TemplateStore": "templates",
+}
+
+
+def __getattr__(name):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_WHERE)

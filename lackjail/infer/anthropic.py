@@ -75,4 +75,4 @@ def _text(reply, where: str) -> str:
     )
     if texts is None or not all(isinstance(t, str) for t in texts):
         raise ProviderError(f"{where} sent a reply that is not a Messages response")
-    return "".join(texts)
+    return "".join(t for t in texts if isinstance(t, str))

@@ -318,7 +318,7 @@ def _provider(name: str, table: dict, source: str, timeout=None) -> ProviderConf
     problem = unknown_key(table, allowed, f"{where}.", among=f" for an {kind} provider")
     if problem:
         raise ConfigError(f"{source}: {problem}")
-    values = {}
+    values: dict = {}
     for key, value in table.items():
         check, example = allowed[key]
         if not _fits(check, value):

@@ -27,7 +27,7 @@ def complete(config, system: str, messages: list) -> str:
     env = config.api_key_env
     key = os.environ.get(env)
     if not key:
-        raise ProviderError(unavailable(config), unavailable=True)
+        raise ProviderError(unavailable(config) or f"{env} is not set", unavailable=True)
     try:
         import openai
     except ImportError:

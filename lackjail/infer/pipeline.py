@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from lackjail.errors import InputError
 from lackjail.infer import anthropic, ollama, openai_compat, prompt, ruletier
@@ -19,6 +20,9 @@ from lackjail.infer.config import InferenceConfig, load_config
 from lackjail.infer.errors import ProviderError
 from lackjail.infer.sanitize import sanitize
 from lackjail.infer.templates import TemplateError, TemplateStore
+
+if TYPE_CHECKING:
+    from lackjail.api import Result
 
 MAX_INTENT_CHARS = 8192
 PROVIDERS = {"ollama": ollama, "anthropic": anthropic, "openai": openai_compat}  # kind -> module
@@ -57,7 +61,7 @@ class DelegateResult:
     """A Generation and, when it was run, the jail's Result."""
 
     generation: Generation
-    result: object = None  # lackjail.api.Result, or None when not run / nothing generated
+    result: Result | None = None  # lackjail.api.Result, or None when not run / nothing generated
 
     @property
     def status(self) -> str:
@@ -292,7 +296,7 @@ def delegate(
         generation.timings["run_ms"] = _ms(started)
         if generation.tier == "templates":
             store = TemplateStore.at(root if root is not None else os.getcwd())
-            if not store.record(generation.source, outcome.result.status == "ok"):
+            if not store.record(generation.source or "", outcome.result.status == "ok"):
                 generation.notes.append(
                     {
                         "tier": "templates",

@@ -11,7 +11,7 @@ replies need.
 from __future__ import annotations
 
 HOW = """How a program works:
-- Its only way to touch files or the world is to call the tools listed below.
+- Its only way to touch files or the world is to call the tools it is given.
 - Only the constructs and builtins of the language spec below are allowed; anything else \
 is rejected, with the line, the column and what to write instead.
 - The value of the last expression statement is the program's result: \
@@ -31,7 +31,8 @@ def prompt(
     names of PARAMS.
 
     KIT is a resolved kit (`jail.kit`), a kit name or tool list (resolved beneath WORKSPACE),
-    or None for no tools. Raises ValueError for an unknown level, KitError for a bad kit.
+    or None to leave the tools out (a framework that lists its own tools). Raises ValueError
+    for an unknown level, KitError for a bad kit.
     """
     from lackjail import lang
     from lackjail.policy import load_policy
@@ -43,10 +44,8 @@ def prompt(
         kit = resolve_kit(kit, workspace=workspace)
     spec_text = lang.render(lang.spec(level)).strip()
     parts = [HOW, "Language spec:\n" + spec_text]
-    if kit is not None and kit.names:
-        parts.append("Tools (call them like functions):\n" + kit.describe().strip())
-    else:
-        parts.append("Tools: none. The program can only compute with its parameters and literals.")
+    if kit is not None:
+        parts.append(_tools(kit))
     if params:
         parts.append(
             "Parameters (names already defined when the program starts; "
@@ -55,8 +54,19 @@ def prompt(
     return "\n\n".join(parts) + "\n"
 
 
+def _tools(kit) -> str:
+    if not kit.names:
+        return "Tools: none. The program can only compute with its parameters and literals."
+    return "Tools (call them like functions):\n" + kit.describe().strip()
+
+
 def system_prompt(language: str, kit=None, params=()) -> str:
-    """The system message of delegate's model tiers: reply with a bare program, then prompt()."""
+    """The system message of delegate's model tiers: reply with a bare program, then prompt()
+    (which says so when there are no tools)."""
+    if kit is None:
+        from lackjail.kit import resolve_kit
+
+        kit = resolve_kit(None)
     return REPLY.format(level=language) + "\n\n" + prompt(kit, language, params=params)
 
 

@@ -97,6 +97,35 @@ def fill(body: str, values: dict) -> str:
     return text
 
 
+def as_checked(body: str, names) -> str:
+    """BODY as a Checker judges it, with the placeholder NAMES as parameters: each `{name}`
+    written as code loses its braces (two spaces, so every line and column stays where it was
+    written) and reads as the parameter `name`, not as a set holding it."""
+    try:
+        tree = ast.parse(body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return body  # the Checker says what is wrong with it
+    lines = [line.encode("utf-8") for line in body.split("\n")]
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Set)
+            and len(node.elts) == 1
+            and isinstance(node.elts[0], ast.Name)
+            and node.elts[0].id in names
+            and node.end_lineno is not None
+            and node.end_col_offset is not None
+        ):
+            continue
+        for line, col, brace in (
+            (node.lineno, node.col_offset, b"{"),
+            (node.end_lineno, node.end_col_offset - 1, b"}"),
+        ):
+            text = lines[line - 1]
+            if text[col : col + 1] == brace:  # where the parser says (a line break it counts
+                lines[line - 1] = text[:col] + b" " + text[col + 1 :]  # and split does not: no)
+    return "\n".join(line.decode("utf-8") for line in lines)
+
+
 def _depth(tree: ast.AST) -> int:
     """The deepest nesting of TREE's nodes, counted without recursion."""
     deepest, stack = 0, [(tree, 1)]

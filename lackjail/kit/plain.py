@@ -43,13 +43,13 @@ def display(value, width: int = 80, depth: int = 0, quote: bool = True):
         if depth >= 2:
             return f"{{…{len(value)} keys}}"
         keys = list(value)[:5]
-        shown = {
+        entries = {
             str(display(k, 40, 0, quote)): display(value[k], width // 2, depth + 1, quote)
             for k in keys
         }
         if len(value) > 5:
-            shown["…"] = f"+{len(value) - 5} keys"
-        return shown
+            entries["…"] = f"+{len(value) - 5} keys"
+        return entries
     if kind in (bool, int, float, type(None)):
         return (
             value

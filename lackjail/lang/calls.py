@@ -83,9 +83,8 @@ def _check(node, call, params, error) -> None:
         fixed.append(arg)
     here = (node.lineno, node.col_offset)
     if not starred and len(node.args) > len(names):
-        given = len(node.args)
         takes = f"{len(names)} argument{'s' if len(names) != 1 else ''}"
-        error(RULE, f"{call}() takes {takes} but {given} were given; {usage}", *here)
+        error(RULE, f"{call}() takes {takes} but {len(node.args)} were given; {usage}", *here)
         return
     given = {}
     for (name, types, _), arg in zip(params, fixed):

@@ -13,6 +13,10 @@ class ValidationError:
     """
 
     __slots__ = ("message", "line", "col", "rule")
+    message: str
+    line: int | None
+    col: int | None
+    rule: str
 
     def __init__(
         self, message: str, line: int | None = None, col: int | None = None, rule: str = "custom"
@@ -44,7 +48,7 @@ class ValidationError:
 
     def to_dict(self) -> dict:
         """Plain data for JSON and the wire; line and col are left out when unknown."""
-        out = {"message": self.message, "rule": self.rule}
+        out: dict = {"message": self.message, "rule": self.rule}
         if self.line is not None:
             out["line"] = self.line
             if self.col is not None:
@@ -60,6 +64,10 @@ class ValidationResult:
     """
 
     __slots__ = ("valid", "errors", "calls", "variables")
+    valid: bool
+    errors: list[ValidationError]
+    calls: list[str]
+    variables: list[str]
 
     def __init__(self, valid: bool, errors=None, calls=None, variables=None):
         self.valid = valid
@@ -80,7 +88,7 @@ class ValidationResult:
             other.variables,
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # a verdict is not a dict key
 
     def __repr__(self):
         return (

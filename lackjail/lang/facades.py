@@ -28,6 +28,14 @@ _NAMES = {
         "crc32 crc_hqx hexlify unhexlify"
     ),
     "bisect": "bisect bisect_left bisect_right insort insort_left insort_right",
+    # no TextCalendar or prmonth/prcal: they print to the process's own stdout
+    "calendar": (
+        "APRIL AUGUST Calendar DECEMBER Day FEBRUARY FRIDAY HTMLCalendar IllegalMonthError "
+        "IllegalWeekdayError JANUARY JULY JUNE MARCH MAY MONDAY Month NOVEMBER OCTOBER "
+        "SATURDAY SEPTEMBER SUNDAY THURSDAY TUESDAY WEDNESDAY calendar day_abbr day_name "
+        "firstweekday isleap leapdays month month_abbr month_name monthcalendar monthrange "
+        "timegm weekday weekheader"
+    ),
     "cmath": (
         "acos acosh asin asinh atan atanh cos cosh e exp inf infj isclose isfinite isinf isnan "
         "log log10 nan nanj phase pi polar rect sin sinh sqrt tan tanh tau"
@@ -35,6 +43,15 @@ _NAMES = {
     "collections": (
         "ChainMap Counter OrderedDict UserDict UserList UserString defaultdict deque namedtuple"
     ),
+    # only as `from collections.abc import ...`: the collections facade has no submodule
+    "collections.abc": (
+        "AsyncGenerator AsyncIterable AsyncIterator Awaitable Buffer ByteString Callable "
+        "Collection Container Coroutine Generator Hashable ItemsView Iterable Iterator KeysView "
+        "Mapping MappingView MutableMapping MutableSequence MutableSet Reversible Sequence Set "
+        "Sized ValuesView"
+    ),
+    # no contextmanager (it needs yield), chdir or redirect_stdout
+    "contextlib": "AbstractContextManager ContextDecorator ExitStack closing nullcontext suppress",
     "copy": "Error copy deepcopy",
     "csv": (
         "Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
@@ -67,6 +84,8 @@ _NAMES = {
         "partialmethod reduce total_ordering update_wrapper wraps"
     ),
     # hashlib.new takes the names of algorithms_guaranteed only (others would load providers).
+    "array": "array typecodes",
+    "html": "escape unescape",
     "hashlib": (
         "algorithms_guaranteed blake2b blake2s md5 new sha1 sha224 sha256 sha384 sha3_224 "
         "sha3_256 sha3_384 sha3_512 sha512 shake_128 shake_256"
@@ -79,6 +98,7 @@ _NAMES = {
         "starmap takewhile tee zip_longest"
     ),
     "json": "JSONDecodeError JSONDecoder JSONEncoder dump dumps load loads",
+    "keyword": "iskeyword issoftkeyword kwlist softkwlist",
     "math": (
         "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist "
         "e erf erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot inf "
@@ -86,6 +106,7 @@ _NAMES = {
         "nextafter perm pi pow prod radians remainder sin sinh sqrt sumprod tan tanh tau trunc "
         "ulp"
     ),
+    "numbers": "Complex Integral Number Rational Real",
     "operator": (
         "abs add and_ call concat contains countOf delitem eq floordiv ge getitem gt iadd iand "
         "iconcat ifloordiv ilshift imatmul imod imul index indexOf inv invert ior ipow irshift "
@@ -94,6 +115,7 @@ _NAMES = {
     ),
     # pprint and pp print with the program's own print.
     "pprint": "isreadable isrecursive pformat pp pprint saferepr",
+    "queue": "Empty Full LifoQueue PriorityQueue Queue SimpleQueue",
     "random": (
         "Random betavariate binomialvariate choice choices expovariate gammavariate gauss "
         "getrandbits getstate lognormvariate normalvariate paretovariate randbytes randint "
@@ -105,6 +127,9 @@ _NAMES = {
         "UNICODE VERBOSE X compile error escape findall finditer fullmatch match purge search "
         "split sub subn"
     ),
+    "secrets": "choice compare_digest randbelow randbits token_bytes token_hex token_urlsafe",
+    # no shlex class: without a string it reads the process's stdin
+    "shlex": "join quote split",
     "statistics": (
         "NormalDist StatisticsError correlation covariance fmean geometric_mean harmonic_mean "
         "linear_regression mean median median_grouped median_high median_low mode multimode "
@@ -114,6 +139,7 @@ _NAMES = {
         "Template ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits "
         "octdigits printable punctuation whitespace"
     ),
+    "struct": "Struct calcsize error iter_unpack pack pack_into unpack unpack_from",
     "textwrap": "TextWrapper dedent fill indent shorten wrap",
     "time": (
         "altzone asctime ctime daylight get_clock_info gmtime localtime mktime monotonic "
@@ -135,8 +161,19 @@ _NAMES = {
         "bidirectional category combining decimal decomposition digit east_asian_width "
         "is_normalized lookup mirrored name normalize numeric unidata_version"
     ),
+    # only as `from urllib.parse import ...` (no network: urllib.request stays out)
+    "urllib.parse": (
+        "DefragResult ParseResult SplitResult parse_qs parse_qsl quote quote_from_bytes "
+        "quote_plus unquote unquote_plus unquote_to_bytes urldefrag urlencode urljoin urlparse "
+        "urlsplit urlunparse urlunsplit"
+    ),
     "uuid": (
         "NAMESPACE_DNS NAMESPACE_OID NAMESPACE_URL NAMESPACE_X500 SafeUUID UUID uuid3 uuid4 uuid5"
+    ),
+    "zlib": (
+        "DEFLATED MAX_WBITS Z_BEST_COMPRESSION Z_BEST_SPEED Z_DEFAULT_COMPRESSION Z_FINISH "
+        "Z_NO_FLUSH Z_SYNC_FLUSH adler32 compress compressobj crc32 decompress decompressobj "
+        "error"
     ),
 }
 # module -> the names its facade holds
@@ -155,7 +192,6 @@ INSTEAD = {
     "pathlib": _FILES,
     "shutil": _FILES,
     "glob": _FILES,
-    "fnmatch": _FILES,
     "tempfile": _FILES,
     "fileinput": _FILES,
     "subprocess": _PROCESS,
@@ -166,7 +202,7 @@ INSTEAD = {
     "signal": _PROCESS,
     "socket": _NETWORK,
     "ssl": _NETWORK,
-    "urllib": _NETWORK,
+    "urllib": _NETWORK + " (urllib.parse: from urllib.parse import ...)",
     "http": _NETWORK,
     "requests": _NETWORK,
     "httpx": _NETWORK,

@@ -226,8 +226,8 @@ FORBIDDEN_CONSTRUCTS = {
     "GeneratorExp": "generator expression",
 }
 
-# What to write instead, for constructs a model reaches for. At the lackpy
-# level the constructs of EXTENDED_NODES also name the level 'extended'.
+# What to write instead, for constructs a model reaches for (a higher level that accepts
+# the construct is named by the Checker, among the levels the policy allows).
 ALTERNATIVES = {
     "While": "use for over range(...) or a tool's result",
     "FunctionDef": "use a lambda as key= or inline the code",

@@ -19,6 +19,12 @@ class ProgramLimits:
     """
 
     __slots__ = tuple(DEFAULTS)
+    max_source_bytes: int
+    max_nodes: int
+    max_depth: int
+    max_comprehension_depth: int
+    max_literal_len: int
+    max_int_digits: int
 
     def __init__(self, **caps):
         unknown = set(caps) - set(DEFAULTS)

@@ -249,7 +249,8 @@ RULEBOOK = {
         "lackpy",
     ),
     "call-only": (
-        "python: type is called with one argument, super with none; neither stands as a value",
+        "python: type is called with one argument, super with none or two; neither stands as "
+        "a value",
         "t = type\nx = t(1)",
         "x = type(1)",
         "python",
@@ -278,6 +279,12 @@ RULEBOOK = {
         "python: `from X import` names one by one names that X's facade holds",
         "from json import codecs",
         "from json import loads",
+        "python",
+    ),
+    "module-attribute": (
+        "python: a module's attribute is one of the names its facade holds, and is only read",
+        "import json\nc = json.codecs",
+        "import json\nx = json.loads('1')",
         "python",
     ),
     "param-name": (

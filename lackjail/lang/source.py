@@ -84,7 +84,7 @@ def prepare(source, max_bytes: int | None) -> tuple[str, list[bytes] | None]:
         raise SourceError(ValidationError("program contains a NUL byte", line, col, "nul-byte"))
     if text.startswith(_BOM):
         text = text[1:]
-        raw = raw[3:]
+        raw = raw[3:] if raw is not None else None
     if "coding" in text:
         _check_declaration(text)
     return text, (raw.splitlines() if raw is not None else None)

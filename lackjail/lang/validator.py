@@ -17,7 +17,6 @@ from .grammar import (
     CALL_ONLY,
     DEFAULT_LANGUAGE,
     DEFINABLE_DUNDERS,
-    EXTENDED_NODES,
     FORBIDDEN_CONSTRUCTS,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
@@ -170,6 +169,14 @@ def _plain_fields(text, depth=0) -> bool:
     return True
 
 
+_NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+
+
+def _is_dunder(name) -> bool:
+    """'__x__', the names Python gives a meaning; a private '__x' is none of them."""
+    return len(name) > 4 and name[:2] == "__" and name[-2:] == "__"
+
+
 def _future_annotations(body) -> bool:
     """Does BODY start (after a docstring) with `from __future__ import annotations`?"""
     for statement in body:
@@ -232,6 +239,7 @@ class _Walker:
         "current",
         "extended",
         "python",
+        "modules",
         "lazy_annotations",
         "handlers",
         "hints",
@@ -257,6 +265,7 @@ class _Walker:
         self.extended = language != "lackpy"
         self.python = language == "python"
         self.lazy_annotations = False
+        self.modules = {}  # name -> the facade module an import bound it to (python level)
         self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
@@ -297,9 +306,7 @@ class _Walker:
         name = node.__class__.__name__
         what = what or FORBIDDEN_CONSTRUCTS.get(name, name)
         message = f"{what} is not allowed in {self.names.level}"
-        instead = ALTERNATIVES.get(name)
-        if not self.extended and node.__class__ in EXTENDED_NODES:
-            instead = f"{instead}, or use the language level 'extended'" if instead else None
+        instead = ALTERNATIVES.get(name)  # a higher level that accepts it: the Checker names it
         if instead:
             message += f": {instead}"
         self.error(
@@ -363,6 +370,8 @@ class _Walker:
                     if self.scope == 0:
                         self.variables.add(ident)
                     self.current.names.add(ident)
+                    if self.modules:
+                        self.modules.pop(ident, None)  # no longer (only) a module
                 return
         elif kind is _CONSTANT:
             # The next commonest: a constant no rule of v_constant's can reject needs no call.
@@ -484,11 +493,16 @@ class _Walker:
             self.error(
                 "forbidden-name", f"{ident!r} is a forbidden name in {self.names.level}", line, col
             )
-        elif ident[:2] == "__":
+        elif ident[:2] == "__" and (not self.python or ident[-2:] == "__"):
             self.error(
-                "dunder-name", f"{what} {ident!r} starts with '__', which is not allowed", line, col
+                "dunder-name",
+                f"{what} {ident!r} starts with '__', which is not allowed"
+                if not self.python
+                else f"{what} {ident!r} is a dunder name, which is not allowed",
+                line,
+                col,
             )
-        else:
+        else:  # at the python level a private name (__x, not ending in '__') is a name
             return True
         return False
 
@@ -509,6 +523,8 @@ class _Walker:
         elif self.scope == 0:
             self.variables.add(ident)
         self.current.names.add(ident)
+        if self.modules:
+            self.modules.pop(ident, None)
 
     def bind_identifier(self, ident, line, col, what):
         """A name bound by a parameter, a def or an `except ... as`: every identifier rule."""
@@ -698,10 +714,10 @@ class _Walker:
                 node.lineno,
                 node.col_offset,
             )
-        elif func.id == "super" and count:
+        elif func.id == "super" and (count not in (0, 2) or starred or node.keywords):
             self.error(
                 "call-only",
-                "super() takes no arguments here: super().method(...)",
+                "super() takes no arguments here, or a class and an object: super().method(...)",
                 node.lineno,
                 node.col_offset,
             )
@@ -764,8 +780,7 @@ class _Walker:
     def v_lambda(self, node, depth):
         self.error(
             "lambda-position",
-            "lambda is only allowed as the key= argument of a call "
-            "(or anywhere at the language level 'extended')",
+            "lambda is only allowed as the key= argument of a call",
             node.lineno,
             node.col_offset,
         )
@@ -778,8 +793,9 @@ class _Walker:
         if ident in self.forbidden_names or ident[:2] == "__":  # first: most names are fine
             if self.python and self.python_dunder(ident, ctx, line, col):
                 return
-            self.check_name(ident, line, col)
-        elif ctx is _STORE:
+            if not self.check_name(ident, line, col):
+                return
+        if ctx is _STORE:
             self.bind(ident, line, col)
         elif ident in CALL_ONLY and self.python and not self.bound(ident):
             self.error(
@@ -817,7 +833,7 @@ class _Walker:
         if self.lines is not None:
             self.ascii_identifier(attr, line, col, end)
         errors = len(self.errors)
-        if attr[0] == "_" and (attr[:2] == "__" or not self.python) and not self.super_dunder(node):
+        if attr[0] == "_" and not (self.python and self.python_attribute(node)):
             self.error(
                 "dunder-attribute",
                 f"attribute '.{attr}' is not allowed: attribute names must not start with "
@@ -850,6 +866,8 @@ class _Walker:
                 col,
             )
         owner = node.value
+        if self.modules and owner.__class__ is _NAME and owner.id in self.modules:
+            self.module_attribute(node, owner.id, line, col)
         if (
             owner.__class__ is _NAME
             and owner.id in self.names.tools
@@ -869,6 +887,15 @@ class _Walker:
                 node.lineno,
                 node.col_offset,
             )
+        if (
+            self.python
+            and owner.__class__ is ast.Attribute
+            and owner.attr == "__class__"
+            and attr in _NAME_DUNDERS
+            and node.ctx.__class__ is _LOAD
+        ):  # `x.__class__.__name__`: the class is only named, never held
+            self.enter(owner, depth)
+            owner = owner.value
         self.visit(owner, depth)
 
     def display(self, node, items):
@@ -1013,7 +1040,15 @@ class _Walker:
         visit(node.right, depth)
 
     def v_value(self, node, depth):  # Expr: its one child (hot: not via _CHILDREN)
-        self.visit(node.value, depth)
+        value = node.value
+        if self.python and value.__class__ is _CONSTANT and value.value.__class__ is str:
+            # a docstring, or a string standing alone: it reaches no sink, so it may name
+            # a dunder ("Implements __eq__"); its size is still capped
+            self.enter(value, depth)
+            if len(value.value) > self.max_literal:
+                self.v_constant(value, depth)
+            return
+        self.visit(value, depth)
 
     def v_subscript(self, node, depth):  # hot: not via _CHILDREN
         visit = self.visit
@@ -1148,7 +1183,7 @@ class _Walker:
         if node.returns is not None:
             self.annotation(node.returns, depth)
         # the name is bound where the def stands, after its defaults ran
-        if self.python and node.name[:2] == "__" and self.current.kind == _CLASS:
+        if self.python and _is_dunder(node.name) and self.current.kind == _CLASS:
             self.dunder_method(node)
         else:
             self.bind_spelt(node.name, node, b"def", "function name")
@@ -1237,20 +1272,26 @@ class _Walker:
 
     # -- the python level -----------------------------------------------------
 
-    def super_dunder(self, node) -> bool:
-        """`super().__init__` (or another of DEFINABLE_DUNDERS) at the python level: the one
-        '__' attribute a program reads, the parent's own method."""
+    def python_attribute(self, node) -> bool:
+        """The '_' attributes the python level reads or writes: `self._x`, a private
+        `self.__x` (Python renames it `_Class__x`), and of the dunders only a name's text
+        (`f.__name__`, `x.__class__.__name__`: see v_attribute) and, through super(), a
+        parent's method of DEFINABLE_DUNDERS (`super().__init__(...)`)."""
+        attr = node.attr
+        if not _is_dunder(attr):
+            return True
+        if node.ctx.__class__ is not _LOAD:
+            return False
+        if attr in _NAME_DUNDERS:
+            return True
         owner = node.value
         return (
-            self.python
-            and node.attr in DEFINABLE_DUNDERS
-            and node.attr != "__slots__"
+            attr in DEFINABLE_DUNDERS
+            and attr != "__slots__"
             and owner.__class__ is ast.Call
             and owner.func.__class__ is _NAME
             and owner.func.id == "super"
-            and not owner.args
             and not owner.keywords
-            and node.ctx.__class__ is _LOAD
         )
 
     def python_except(self, cls):
@@ -1332,13 +1373,44 @@ class _Walker:
         )
         return False
 
+    def module_attribute(self, node, name, line, col):
+        """`json.loads`: a name of the module's facade, read (a facade is read-only)."""
+        module = self.modules[name]
+        if node.ctx.__class__ is not _LOAD:
+            self.error(
+                "module-attribute",
+                f"{name}.{node.attr} cannot be assigned or deleted: a module is read-only",
+                line,
+                col,
+            )
+        elif node.attr not in FACADES[module]:
+            self.error(
+                "module-attribute",
+                f"{module} has no {node.attr!r} here: its names are "
+                + (
+                    ", ".join(FACADES[module])
+                    if len(FACADES[module]) <= 12
+                    else "in `lackjail spec --language python`"
+                ),
+                line,
+                col,
+            )
+
     def v_import(self, node, depth):
         for alias in node.names:
             self.enter(alias, depth)
-            if self.module_name(alias.name, alias):
-                self.bind_identifier(
-                    alias.asname or alias.name, alias.lineno, alias.col_offset, "module name"
+            if "." in alias.name and alias.name in FACADES:
+                self.error(
+                    "import-module",
+                    f"import {alias.name} binds {alias.name.partition('.')[0]}, whose facade "
+                    f"has no submodule: from {alias.name} import ...",
+                    alias.lineno,
+                    alias.col_offset,
                 )
+            elif self.module_name(alias.name, alias):
+                name = alias.asname or alias.name
+                self.bind_identifier(name, alias.lineno, alias.col_offset, "module name")
+                self.modules[name] = alias.name
 
     def v_importfrom(self, node, depth):
         module = node.module or ""
@@ -1355,6 +1427,14 @@ class _Walker:
         elif self.module_name(module, node):
             allowed = FACADES[module]
         else:
+            return
+        if len(node.names) == 1 and node.names[0].name == "*" and module != "__future__":
+            self.enter(node.names[0], depth)
+            if self.current.kind != _MODULE:
+                self.misplaced(node, "'from ... import *' is only allowed at the module level")
+            for name in allowed:  # every name of the facade, as Python binds them
+                if self.check_name(name, node.lineno, node.col_offset, "imported name"):
+                    self.bind(name, node.lineno, node.col_offset)
             return
         for alias in node.names:
             self.enter(alias, depth)
@@ -1536,7 +1616,7 @@ def _parse(text: str) -> ast.Module:
     if _WARNING_FILTER not in warnings.filters:  # a catch_warnings block may have dropped it
         _ignore_our_warnings()
     try:
-        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # type: ignore[return-value]
     except SyntaxError as exc:
         if not (exc.msg or "").startswith(_WARNING_MESSAGES):
             raise
@@ -1544,7 +1624,7 @@ def _parse(text: str) -> ast.Module:
     # into an error: parse again with our filter in front.
     with warnings.catch_warnings():
         _ignore_our_warnings()
-        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # type: ignore[return-value]
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -1573,8 +1653,8 @@ def _spelt_after(line: bytes, keyword: bytes, name: bytes, start: int) -> int:
 
 def _ignore_our_warnings() -> None:
     """Put _WARNING_FILTER first, as warnings.filterwarnings puts its own."""
-    warnings.filters.insert(0, _WARNING_FILTER)
-    warnings._filters_mutated()  # what filterwarnings calls: cached verdicts are dropped
+    warnings.filters.insert(0, _WARNING_FILTER)  # type: ignore[attr-defined]
+    warnings._filters_mutated()  # type: ignore[attr-defined]  # what filterwarnings calls: cached verdicts are dropped
 
 
 def check_language(language) -> str:

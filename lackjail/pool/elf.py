@@ -187,7 +187,8 @@ class Resolver:
                     if len(out.objects) >= MAX_OBJECTS:
                         raise ElfError(f"more than {MAX_OBJECTS} shared objects")
                     dep = out.objects[found] = self._elf(found)
-                    queue.append((found, dep, program))
+                    if dep is not None:
+                        queue.append((found, dep, program))
         return out
 
     def find(self, name: str, by: str, elf: Elf, program: Elf) -> str | None:

@@ -246,7 +246,7 @@ class JailProcess:
         child writes between runs. Called while no run holds a child."""
         if self.pidfd in readable:
             self.alive = False
-        adopted = ()
+        adopted: list = []
         if self.ctrl.fileno() in readable:
             adopted = [f["gen"] for f in self.pump_ctrl() if f["t"] == "spawned"]
             self.forget_ended()

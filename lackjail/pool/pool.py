@@ -23,7 +23,7 @@ from lackjail.pool import image as images
 from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
-from lackjail.pool.session import SESSION_RUNS, SessionJail
+from lackjail.pool.session import SESSION_RUNS, SessionJail, SessionJails
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -79,8 +79,10 @@ class Pool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.launcher = None
-        self._session_launcher = None  # the zygotes of sessions' jails (session_jail)
+        self.launcher: isolation.Launcher | None = None
+        # the zygotes of sessions' jails (session_jail)
+        self._session_launcher: isolation.Launcher | None = None
+        self._session_jails: SessionJails | None = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
         self.cold_start_ms = (time.monotonic() - started) * 1000
@@ -92,7 +94,7 @@ class Pool:
 
     @property
     def isolation(self) -> str:
-        return self.launcher.level
+        return self.launcher.level if self.launcher is not None else "none"
 
     # -- starting -------------------------------------------------------
 
@@ -107,7 +109,7 @@ class Pool:
             self.policy.pool.spares,
             python_level=self.python_level,
         )
-        levels = isolation.LEVELS
+        levels: tuple[str, ...] = isolation.LEVELS
         if demanded != "any":
             levels = (demanded,) if exact else levels[: levels.index(demanded) + 1]
         failures = []
@@ -461,22 +463,19 @@ class Pool:
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
-            if self._session_launcher is None:
+            if self._session_jails is None:
                 args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
-                if self.launcher.level == "nsjail":
-                    self._session_launcher = isolation.nsjail_launcher(args)
-                else:
-                    self._session_launcher = isolation.seccomp_launcher(args)
-            launcher = self._session_launcher
-            ident = next(self._ids)
-        return SessionJail(
-            launcher,
-            ident,
-            self.max_frame,
-            self.limits.memory_mb,
-            self.policy.pool.start_timeout_s,
-            self.policy.pool.kill_grace_s,
-        )
+                # the level the pool's own jails run at, never a weaker one
+                self._session_launcher = _launcher(self.isolation, args)
+                self._session_jails = SessionJails(
+                    self._session_launcher,
+                    self.max_frame,
+                    self.limits.memory_mb,
+                    self.policy.pool.start_timeout_s,
+                    self.policy.pool.kill_grace_s,
+                )
+            jails = self._session_jails
+        return jails.take()
 
     def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
         """A jail lent to this run and its ready child. A jail found ended is retired and
@@ -522,6 +521,9 @@ class Pool:
             self._cond.notify_all()
             self._wake()
             mine = threading.get_ident() in self._lent.values()
+            session_jails = self._session_jails
+        if session_jails is not None:  # the spare (sessions end their own jails)
+            session_jails.close()
         if self._supervisor is threading.current_thread():
             return
         if mine:  # bounded by the supervisor's life: a dead one sets nothing

@@ -48,15 +48,20 @@ class SessionJail:
         jail = JailProcess(self._launcher, self._ident, self._max_frame)
         jail.memory_mb = self._memory_mb
         try:
-            jail.wait_ready_child(time.monotonic() + self._start_s)
+            # A zygote forks its first child before it readies its heap for the children
+            # (warm caches, immortal objects), to serve a pool's first run sooner; a session
+            # serves all its runs from one child, so it lets that one go and takes the next.
+            deadline = time.monotonic() + self._start_s
+            jail.drop(jail.wait_ready_child(deadline))
+            jail.wait_ready_child(deadline)
         except (JailDied, protocol.ProtocolError) as exc:
             jail.kill()
             raise JailDied(f"{exc}{jail.log_tail()}") from None
         return jail
 
-    def _ready_child(self) -> Child:
-        """The session's child, ready for a run; a clean one (and `lost` saying why) when it
-        ended, from a new jail when the zygote ended too."""
+    def _ready_child(self) -> tuple[JailProcess, Child]:
+        """The session's jail and its child, ready for a run; a clean child (and `lost` saying
+        why) when it ended, from a new jail when the zygote ended too."""
         if self.jail is not None:
             try:
                 child = self.jail.wait_ready_child(time.monotonic() + self._start_s)
@@ -71,7 +76,7 @@ class SessionJail:
             child = self.jail.wait_ready_child(time.monotonic() + self._start_s)
         if self.child is not None and child is not self.child:
             self.lost_now = "its process ended between runs"
-        return child
+        return self.jail, child
 
     def run(self, request: Request, tool_handler, on_output, limits) -> Outcome:
         """Run REQUEST on the session's child under LIMITS (see `Pool.execute`). Afterwards
@@ -81,15 +86,15 @@ class SessionJail:
             if self.closed:
                 return Outcome("killed", errors=[{"message": "the session is closed"}])
             try:
-                child = self._ready_child()
+                jail, child = self._ready_child()
             except (JailDied, protocol.ProtocolError, OSError) as exc:
                 self.child = None
                 return Outcome(
                     "killed", errors=[{"message": f"the session's jail could not start: {exc}"}]
                 )
-            run = Run(self.jail, child, request, tool_handler, on_output, limits, SESSION_RUNS)
+            run = Run(jail, child, request, tool_handler, on_output, limits, SESSION_RUNS)
             outcome = run.execute(limits.wall_s, self._kill_grace_s)
-            if child.gen in self.jail.children and not outcome.retire:
+            if child.gen in jail.children and not outcome.retire:
                 self.child = child
             else:
                 first = outcome.errors[0]["message"] if outcome.errors else outcome.status
@@ -128,3 +133,59 @@ class SessionJail:
             jail = self.jail  # the run's thread may drop it meanwhile: killing twice is harmless
             if jail is not None:
                 jail.signal_kill()
+
+
+class SessionJails:
+    """Starts sessions' jails, and keeps one started ahead once sessions are in use: opening
+    the next session then waits for no jail start (~30-100 ms, more under load)."""
+
+    def __init__(self, launcher, max_frame: int, memory_mb: int, start_s: float, grace_s: float):
+        self._args = (launcher, 0, max_frame, memory_mb, start_s, grace_s)
+        self._lock = threading.Lock()
+        self._spare: SessionJail | None = None
+        self._starting: threading.Thread | None = None
+        self._closed = False
+
+    def take(self) -> SessionJail:
+        """A started session jail (the spare, else one started now); the next spare starts
+        in the background. JailDied or OSError when none can start."""
+        with self._lock:
+            if self._closed:
+                raise JailDied("the jail pool is closed")
+            jail, self._spare = self._spare, None
+        if jail is None:
+            jail = SessionJail(*self._args)
+        self._refill()
+        return jail
+
+    def _refill(self) -> None:
+        with self._lock:
+            if self._closed or self._spare is not None or self._starting is not None:
+                return
+            self._starting = threading.Thread(
+                target=self._start_spare, name="lackjail-session-spare", daemon=True
+            )
+            self._starting.start()
+
+    def _start_spare(self) -> None:
+        try:
+            jail = SessionJail(*self._args)
+        except (JailDied, OSError):  # the next session starts its own, and says why it cannot
+            jail = None
+        with self._lock:
+            self._starting = None
+            if jail is not None and not self._closed:
+                self._spare, jail = jail, None
+        if jail is not None:
+            jail.close()
+
+    def close(self) -> None:
+        """End the spare; a spare still starting is waited for, then ended."""
+        with self._lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+            starting = self._starting
+        if starting is not None and starting is not threading.current_thread():
+            starting.join()
+        if spare is not None:
+            spare.close()

@@ -98,6 +98,8 @@ def _warm(modules):
     modules["uuid"].uuid4()
     modules["unicodedata"].name("a")
     modules["re"].compile(r"(?P<x>\w+)\s*").sub(r"\g<x>", "a b")
+    modules["calendar"].month_name[1]
+    modules["zlib"].decompress(modules["zlib"].compress(b"x"))
 
 
 def load() -> dict:

@@ -9,7 +9,9 @@ refused by Landlock at every ABI. As root, the process first gives up every
 capability, for good: uid 0 with none is an ordinary owner of root's files, which
 Landlock still confines.
 
-Called through libc's syscall(2), built from _ctypes as lackjail.worker.libc does.
+Called through libc's syscall(2), built from _ctypes as lackjail.worker.libc does. (The
+`landlock` package on the package index, 1.0.0.dev5, is an alpha covering files only, no
+TCP rules or scopes, and brings ctypes and enum into the jail.)
 """
 
 import _ctypes
@@ -60,8 +62,8 @@ def handled(version: int) -> tuple[int, int, int]:
 
 def confine(readable, writable) -> int:
     """Confine this process, and all it forks, for good: read (and execute) only the paths
-    in READABLE, anything beneath the folders in WRITABLE, no TCP, no signal or abstract
-    socket out of the domain. Returns the ABI version used. Raises OSError."""
+    in READABLE, anything but execute beneath the folders in WRITABLE, no TCP, no signal or
+    abstract socket out of the domain. Returns the ABI version used. Raises OSError."""
     version = abi_version()
     if version < 1:
         raise OSError(libc.get_errno(), "Landlock is not available on this kernel")
@@ -75,7 +77,7 @@ def confine(readable, writable) -> int:
         for path in readable:
             _allow(ruleset, path, fs & (EXECUTE | READ_FILE | READ_DIR))
         for path in writable:
-            _allow(ruleset, path, fs)
+            _allow(ruleset, path, fs & ~EXECUTE)  # nothing written there can be run
         confinement.set_no_new_privs()
         _call(RESTRICT_SELF, ruleset, 0)
     finally:

@@ -35,7 +35,8 @@ class _Function(_ctypes.CFuncPtr):
     _restype_ = c_int
 
 
-_PROCESS = _ctypes.dlopen(None, os.RTLD_LOCAL)  # the process's own symbols: libc's among them
+# the process's own symbols: libc's among them
+_PROCESS = _ctypes.dlopen(None, os.RTLD_LOCAL)  # type: ignore[arg-type]
 
 
 def function(name: str) -> _Function:

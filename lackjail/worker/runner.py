@@ -139,12 +139,23 @@ class Output:
             self.sent_at = time.monotonic()
 
 
-def make_print(out):
+def make_print(out, language="lackpy"):
     def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
+    def python_print(*args, sep=" ", end="\n", file=None, flush=False):
+        """The python level's, with CPython's file= (a program's StringIO) and flush=."""
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print(): sep and end must be strings")
+        (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
+
+    if language == "python":
+        python_print.__name__ = python_print.__qualname__ = "print"
+        return python_print
     return print
 
 
@@ -321,14 +332,13 @@ def run_one(channel, msg, limits):
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
-        visible = {str(n).partition(".")[0] for n in [*host_tools, *jail_tools]}
         language = msg["language"]
         check, tree = lang.validate_tree(
             msg["src"],
             tools=[*host_tools, *jail_tools],
             params=list(params),
             language=language,
-            defined=_defined(kept, language, visible) if kept is not None else (),
+            defined=_SESSION["names"] if kept is not None else (),
         )
         if not check.valid:
             status = "invalid"
@@ -343,8 +353,10 @@ def run_one(channel, msg, limits):
             else:
                 namespace = _namespace(language)
                 if msg["session"]:
-                    _SESSION["globals"] = namespace
-            namespace["print"] = facades.OUTPUT[0] = make_print(out)
+                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+            if msg["session"]:  # what the next run may use: this one's bindings and params
+                _SESSION["names"].update(check.variables, params)
+            namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             counter = [0]
             for name in host_tools:
@@ -379,8 +391,8 @@ def run_one(channel, msg, limits):
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"])]
     if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        stop = Stop.raised[0]
-        status, value, errors = stop.status, None, [{"message": str(stop.message)[:MAX_MESSAGE]}]
+        held = Stop.raised[0]
+        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()
@@ -393,7 +405,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-_SESSION: dict = {}  # a session child's "globals", kept from one run to the next
+# A session child's globals, kept from one run to the next, and the names its runs bound
+# (as their validation found them: the next run's validator may let the program use them).
+_SESSION: dict = {}
 
 
 def _tighter(own, asked):
@@ -403,35 +417,22 @@ def _tighter(own, asked):
     return own
 
 
-def _defined(namespace, language, tools):
-    """What a session's earlier runs bound: the kept globals but the level's own names,
-    print and the tools (bound again for every run)."""
-    base = NAMESPACES[language]
-    return [n for n in namespace if n not in base and n not in tools and n not in _RUN_NAMES]
-
-
-_RUN_NAMES = frozenset(("print", "__builtins__", VALUE_NAME))
-
-
 def _namespace(language):
     """A run's fresh namespace: its level's names. A python-level program runs in a module
     of its own, `__main__` while it runs, as a script does: the standard library finds a
-    class's module there (dataclasses' string annotations, namedtuple, enum)."""
+    class's module there (dataclasses' string annotations, namedtuple, enum); its level's
+    names are its builtins (PYTHON_BUILTINS), not copied into it."""
     if language != "python":
         return dict(NAMESPACES[language])
     module = ModuleType("__main__")
     sys.modules["__main__"] = module
-    namespace = module.__dict__
-    namespace.update(NAMESPACES[language])
-    return namespace
+    return module.__dict__
 
 
 def _builtins(language):
-    """The run's `__builtins__`: empty, but at the python level what `class` and `import`
-    statements look up there (no program can name either: they start with '__')."""
-    if language != "python":
-        return {}
-    return {"__build_class__": builtins.__build_class__, "__import__": facades.importer}
+    """The run's `__builtins__`: empty, but at the python level its names and what `class`
+    and `import` statements look up there (no program can name either: '__')."""
+    return PYTHON_BUILTINS if language == "python" else {}
 
 
 def _load_builtins():
@@ -468,6 +469,13 @@ def _load_namespaces():
 
 
 NAMESPACES = _load_namespaces()
+# Shared by every python-level run of a child (which serves no other program): a program
+# never names `__builtins__`, so it reads these names and never changes them.
+PYTHON_BUILTINS = {
+    **NAMESPACES["python"],
+    "__build_class__": builtins.__build_class__,
+    "__import__": facades.importer,
+}
 
 
 WARM_UP = """\
@@ -497,10 +505,42 @@ class _Sink:
         protocol.encode(msg)
 
 
-def warm_up(limits, program=WARM_UP):
+# The python level's warm-up, run by a zygote that serves that level: its own paths
+# (imports, class creation, a dataclass, the facades' common calls) specialised once.
+PYTHON_WARM_UP = """\
+import json
+from dataclasses import dataclass, field
+from collections import Counter
+@dataclass
+class Item:
+    name: str
+    tags: list = field(default_factory=list)
+    def __post_init__(self):
+        self._n = len(self.name)
+class Box(Item):
+    def __init__(self, name):
+        super().__init__(name)
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name!r})"
+class Ctx:
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+with Ctx() as c:
+    pass
+data = json.loads(json.dumps({"a": [1, 2]}))
+[repr(Box("x")), Item("y"), data, Counter("abca").most_common(1)]
+"""
+
+
+def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run."""
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, "lackpy"), limits)
+    main = sys.modules.get("__main__")
+    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), limits)
+    if main is not None:
+        sys.modules["__main__"] = main  # a python-level run made its own
 
 
 def serve(fd_in, fd_out, limits, gen):

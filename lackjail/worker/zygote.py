@@ -262,7 +262,7 @@ def read_config(text: str) -> dict:
     """The zygote's settings from TEXT, a dict literal of constants (numbers, booleans, the
     BPF bytes): parsed, never evaluated. Not ast.literal_eval: ast.py brings re and enum
     into every jail's start. Raises ValueError for anything else."""
-    tree = compile(text, "<config>", "eval", _ast.PyCF_ONLY_AST, dont_inherit=True).body
+    tree = compile(text, "<config>", "eval", _ast.PyCF_ONLY_AST, dont_inherit=True).body  # type: ignore[attr-defined]
     nodes = (*tree.keys, *tree.values) if type(tree) is _ast.Dict else (None,)
     if not all(type(node) is _ast.Constant for node in nodes):
         raise ValueError("the zygote's configuration must be a dict literal of constants")
@@ -303,6 +303,8 @@ def share_heap(cfg) -> None:
     # fills are filled once, in pages the children share, not written by every child.
     for _ in range(WARM_UPS):
         runner.warm_up(cfg)
+        if cfg.get("python"):
+            runner.warm_up(cfg, runner.PYTHON_WARM_UP, "python")
     gc.collect()
     immortalize_heap()
     libc.malloc_trim(0)  # hand free heap pages back: a smaller zygote

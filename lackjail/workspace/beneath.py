@@ -172,9 +172,9 @@ class Tree:
         self._closer = weakref.finalize(self, os.close, fd)
         self.use_openat2 = openat2_available() if use_openat2 is None else use_openat2
 
-    def below(self, rel: str, create: bool = False) -> Tree:
+    def below(self, rel: str, create: bool = False, mode: int = 0o755) -> Tree:
         """The folder REL beneath this one as a Tree of its own, reached with no symlink on the
-        way; with CREATE, missing folders are made (0755). OSError."""
+        way; with CREATE, missing folders are made (MODE). OSError."""
         try:
             fd = self.open_dir(rel)
         except FileNotFoundError:
@@ -183,7 +183,7 @@ class Tree:
             fd = self.open_dir("")
             for part in rel.split("/"):
                 try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(part, mode, dir_fd=fd)
                 except FileExistsError:
                     pass
                 nxt = os.open(part, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)

@@ -34,13 +34,14 @@ from dataclasses import dataclass
 from lackjail.errors import CommitError, ToolCallError
 from lackjail.workspace.beneath import Tree
 from lackjail.workspace.files import identity
-from lackjail.workspace.hostfs import write_all
+from lackjail.workspace.hostfs import open_at, open_regular_at, read_fd, write_all
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import os_message, show
 from lackjail.workspace.protect import Protection
 
 NEW_FILE_MODE = 0o644  # 0o666 under the usual umask 022
 NEW_DIR_MODE = 0o755
+MAX_JOURNAL_BYTES = 64 << 20  # a journal file read back
 UNSEEN = object()  # a target the run never looked at (no last-mile check possible)
 
 
@@ -69,13 +70,30 @@ def journal_dirs() -> list[str]:
     ]
 
 
-def _private_dir(path: str) -> str:
-    """PATH made (0700) if needed; OSError unless it is a real folder that only we own."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+def _private_dir(path: str, create: bool = True) -> Tree:
+    """The folder PATH, opened (and with CREATE made, 0700, with its missing parents); OSError
+    unless the descriptor is of a folder that only we own."""
+    missing: list[str] = []
+    top = path
+    while True:
+        try:
+            base = Tree(top)
+            break
+        except FileNotFoundError:
+            if not create or top == os.path.dirname(top):
+                raise
+            missing.insert(0, os.path.basename(top))
+            top = os.path.dirname(top)
+    try:
+        tree = base.below("/".join(missing), create=True, mode=0o700) if missing else base
+    finally:
+        if missing:
+            base.close()
+    info = os.fstat(tree.fd)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        tree.close()
         raise OSError(errno.EPERM, f"{path} is not a private folder of this user")
-    return path
+    return tree
 
 
 class Journal:
@@ -84,26 +102,26 @@ class Journal:
     def __init__(self, tree: Tree):
         info = os.fstat(tree.fd)
         self.name = f"{info.st_dev}-{info.st_ino}-{secrets.token_hex(6)}.json"
-        self.path = ""
+        self.folder: Tree | None = None
 
     def write(self, targets: list[Target], made: list[str]) -> None:
         entries = [
             {"rel": t.rel, "tmp": t.tmp, "backup": t.backup, "placed": t.placed} for t in targets
         ]
         text = json.dumps({"targets": entries, "made": made})
-        if not self.path:
-            self.path = os.path.join(self._folder(), self.name)
-        tmp = self.path + ".new"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        if self.folder is None:
+            self.folder = self._folder()
+        tmp = self.name + ".new"
+        fd = open_at(self.folder.fd, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            os.write(fd, text.encode())
+            write_all(fd, text.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, self.path)
+        os.rename(tmp, self.name, src_dir_fd=self.folder.fd, dst_dir_fd=self.folder.fd)
 
     @staticmethod
-    def _folder() -> str:
+    def _folder() -> Tree:
         folders = journal_dirs()
         for folder in folders[:-1]:
             try:
@@ -113,9 +131,11 @@ class Journal:
         return _private_dir(folders[-1])
 
     def remove(self) -> None:
-        if self.path:
+        if self.folder is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                os.unlink(self.name, dir_fd=self.folder.fd)
+            self.folder.close()
+            self.folder = None
 
 
 def commit(
@@ -232,11 +252,11 @@ def _parent(tree: Tree, owner: Owner, rel: str, made: list[str]) -> int:
     try:
         for depth, name in enumerate(parts, 1):
             try:
-                nxt = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
+                nxt = open_at(dirfd, name, os.O_PATH | os.O_DIRECTORY)
             except FileNotFoundError:
                 os.mkdir(name, NEW_DIR_MODE, dir_fd=dirfd)
                 made.append("/".join(parts[:depth]))
-                nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
+                nxt = open_at(dirfd, name, os.O_RDONLY | os.O_DIRECTORY)
                 like = os.fstat(dirfd)
                 if _gives_away(owner, like) and not _as_made(nxt, owner):
                     os.close(nxt)  # another folder was renamed into its place meanwhile
@@ -275,12 +295,7 @@ def _prepare(tree: Tree, owner: Owner, target: Target, made: list[str]) -> None:
     dirfd = _parent(tree, owner, target.rel, made)
     try:
         old = _stat_at(dirfd, os.path.basename(target.rel))
-        fd = os.open(
-            target.tmp,
-            os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=dirfd,
-        )
+        fd = open_at(dirfd, target.tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             write_all(fd, target.data)
             if old is not None:
@@ -316,7 +331,8 @@ def _replace(tree: Tree, target: Target) -> None:
         else:
             if not stat.S_ISREG(now.st_mode):
                 raise CommitError(f"{show(target.rel)} is not a regular file any more")
-            os.link(name, target.backup, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+            backup = target.backup or ""  # named for every target when the commit was prepared
+            os.link(name, backup, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
             os.rename(target.tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
         target.tmp = ""
     finally:
@@ -405,26 +421,43 @@ def recover(tree: Tree, owner: Owner) -> list[str]:
     info = os.fstat(tree.fd)
     prefix = f"{info.st_dev}-{info.st_ino}-"
     restored = []
-    for folder in journal_dirs():
-        try:
-            names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
-            _private_dir(folder)  # a journal someone else could write is never obeyed
+    for path in journal_dirs():
+        try:  # a journal someone else could write is never obeyed
+            folder = _private_dir(path, create=False)
         except OSError:
             continue
-        for name in names:
-            path = os.path.join(folder, name)
+        try:
+            listing = folder.open("", os.O_RDONLY | os.O_DIRECTORY)
             try:
-                with open(path, encoding="utf-8") as fh:
-                    record = json.load(fh)
-                targets, made = record["targets"], record["made"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            with owner.acting():
-                stuck = _roll_back(tree, targets, made)
-            restored += [t["rel"] for t in targets]
-            if not stuck:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                names = [
+                    n for n in os.listdir(listing) if n.startswith(prefix) and n.endswith(".json")
+                ]
+            finally:
+                os.close(listing)
+            restored += _recover_from(folder, names, tree, owner)
+        except OSError:
+            continue
+        finally:
+            folder.close()
+    return restored
+
+
+def _recover_from(folder: Tree, names: list[str], tree: Tree, owner: Owner) -> list[str]:
+    restored = []
+    for name in names:
+        try:
+            fd = open_regular_at(folder.fd, name)
+            try:
+                record = json.loads(read_fd(fd, MAX_JOURNAL_BYTES))
+            finally:
+                os.close(fd)
+            targets, made = record["targets"], record["made"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        with owner.acting():
+            stuck = _roll_back(tree, targets, made)
+        restored += [t["rel"] for t in targets]
+        if not stuck:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=folder.fd)
     return restored

@@ -34,7 +34,7 @@ def _set(uid: int, gid: int) -> tuple[int, int]:
 def _set_groups(groups: list[int]) -> None:
     """Set this thread's supplementary groups; OSError."""
     array = (ctypes.c_uint * len(groups))(*groups)
-    if _libc.syscall(ctypes.c_long(_SYS_SETGROUPS), ctypes.c_size_t(len(groups)), array) != 0:
+    if _libc.syscall(ctypes.c_long(_SYS_SETGROUPS or -1), ctypes.c_size_t(len(groups)), array) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"setgroups: {os.strerror(err)}")
 

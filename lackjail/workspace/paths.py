@@ -62,4 +62,4 @@ def os_message(exc: OSError, path) -> str:
         errno.ENXIO: "is not a regular file",
         errno.EISDIR: "is a directory, not a file",
     }
-    return f"{show(path)}: {messages.get(exc.errno, exc.strerror or 'cannot open')}"
+    return f"{show(path)}: {messages.get(exc.errno or 0, exc.strerror or 'cannot open')}"

@@ -1,7 +1,8 @@
 """Staged file contents of one run, in a private (0700) temporary folder, keyed by opaque names.
 
-Subclass it to hook the file system under staging (tests simulate a disk
-that returns different bytes than were written).
+The folder is made by mkdtemp and held by descriptor; files in it are opened
+beneath that descriptor. Subclass it to hook the file system under staging
+(tests simulate a disk that returns different bytes than were written).
 """
 
 from __future__ import annotations
@@ -12,35 +13,45 @@ import shutil
 import tempfile
 import weakref
 
+from lackjail.workspace.beneath import Tree
+from lackjail.workspace.hostfs import open_at, read_fd, write_all
+
 
 class StagingArea:
     def __init__(self):
-        self._dir = None
+        self._dir: str | None = None
+        self._tree: Tree | None = None
         self._count = 0
         self._cleanup = None
 
     def write(self, data: bytes) -> str:
-        if self._dir is None:
+        if self._tree is None:
             self._dir = tempfile.mkdtemp(prefix="lackjail-stage-")
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._dir, True)
+            self._tree = Tree(self._dir)
         self._count += 1
         key = f"{self._count:08d}"
-        fd = os.open(
-            os.path.join(self._dir, key), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
-        )
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        fd = open_at(self._tree.fd, key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
         return key
 
     def read(self, key: str) -> bytes:
-        with open(os.path.join(self._dir, key), "rb") as fh:
-            return fh.read()
+        fd = open_at(self._tree.fd, key, os.O_RDONLY)
+        try:
+            return read_fd(fd)
+        finally:
+            os.close(fd)
 
     def discard(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(self._dir, key))
+            os.unlink(key, dir_fd=self._tree.fd)
 
     def close(self) -> None:
+        if self._tree is not None:
+            self._tree.close()
         if self._cleanup is not None:
             self._cleanup()
-        self._dir = self._cleanup = None
+        self._dir = self._tree = self._cleanup = None

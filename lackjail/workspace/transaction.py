@@ -115,6 +115,8 @@ class Workspace:
         out, left = [], MAX_DIFF_BYTES
         for rel in self.staged_paths():
             data = self.staged_bytes(rel)
+            if data is None:  # unstaged since staged_paths() was read
+                continue
             old, source = [], "/dev/null"
             try:
                 if len(data) > left:

@@ -3,6 +3,7 @@ methods, lambdas named by a dict, async functions; arguments checked against the
 results that are not plain data refused by name, the policy still in force."""
 
 import asyncio
+import functools
 import threading
 
 import pytest
@@ -126,3 +127,14 @@ def test_async_tools_of_an_async_jail_run_on_the_callers_loop(require_nsjail):
     r, loop = asyncio.run(main())
     assert (r.status, r.value) == ("ok", "here"), r.errors
     assert loops == [loop]
+
+
+def test_a_partial_is_described_by_the_function_it_wraps(require_nsjail):
+    def scale(x: int, factor: int) -> int:
+        """Scale X by FACTOR."""
+        return x * factor
+
+    with Jail(workers=1, tools={"double": functools.partial(scale, factor=2)}) as jail:
+        assert jail.kit.specs["double"].description == "Scale X by FACTOR."
+        r = jail.run("double(21)")
+    assert (r.status, r.value) == ("ok", 42), r.errors

@@ -10,6 +10,7 @@ from lackjail import lang
 from lackjail.api import AsyncJail, Jail
 from lackjail.policy import load_policy
 from lackjail.sessions import SessionError
+from tests.reliability.procs import descendants, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 
@@ -152,3 +153,44 @@ def test_async_sessions_keep_state_and_stay_apart(require_nsjail):
     assert values == ["a", "b"]
     assert plain.status == "invalid"
     assert streamed[0]["text"] == "a\n" and streamed[-1].value == "a"
+
+
+def test_the_memory_limit_bounds_the_session_as_a_whole(require_nsjail):
+    big = "[0] * 17000000"  # ~136 MB: one fits in the 256 MB limit, two do not
+    base = load_policy("default")
+    policy = base.replace(limits=base.limits.__class__(wall_s=10.0, cpu_s=5, memory_mb=256))
+    with Jail(policy=policy, workers=1) as j, j.session() as s:
+        assert s.run(f"first = {big}\nlen(first)").value == 17000000
+        second = s.run(f"second = {big}\nlen(second)")
+        assert second.status == "memory", second.errors
+        alone = j.run(f"second = {big}\nlen(second)")  # a plain run has the limit to itself
+        assert (alone.status, alone.value) == ("ok", 17000000), alone.errors
+
+
+@pytest.mark.parametrize("level", ["landlock", "seccomp"])
+def test_a_session_runs_at_the_pools_own_isolation_level(require_nsjail, level):
+    with Jail(workers=1, isolation=level) as j:
+        if j.isolation != level:
+            pytest.skip(f"this host runs {j.isolation} when asked for {level}")
+        with j.session() as s:
+            assert s._jail_of_its_own._launcher.level == level  # what started its zygote
+            assert s.run("a = 5").isolation == level
+            r = s.run("a + 1")
+    assert (r.status, r.value, r.isolation) == ("ok", 6, level)
+
+
+def test_the_next_session_opens_without_a_jail_start_and_close_leaves_no_process(require_nsjail):
+    before = descendants()
+    with Jail(workers=1) as j:
+        first = j.session()
+        first.run("a = 1")
+        deadline = time.monotonic() + 30  # the spare starts in the background
+        while j.pool._session_jails._spare is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        spare = j.pool._session_jails._spare
+        second = j.session()
+        assert second._jail_of_its_own is spare  # taken as it was, not started now
+        assert second.run("b = 2\nb").value == 2 and first.run("a").value == 1
+        idle = j.session()  # left open: the Jail's close ends it, and the new spare
+    assert first.closed and second.closed and idle.closed
+    assert wait_no_leftovers(before, timeout=10) == set()

@@ -3,6 +3,7 @@
 import pytest
 
 from lackjail.batch import BatchInputError, Job, ResultWriter, parse_line, read_done
+from lackjail.workspace.hostfs import HostFile
 
 
 def test_a_good_line_becomes_a_job_with_the_defaults():
@@ -34,26 +35,26 @@ def test_bad_lines_name_the_line_and_the_fix(raw, ident, message):
 
 def test_read_done_keeps_ids_apart_by_type(tmp_path):
     path = tmp_path / "out.jsonl"
-    writer = ResultWriter(str(path))
+    writer = ResultWriter(HostFile(path))
     writer.write(1, {"status": "ok"})
     writer.write("1", {"status": "error", "value": b"\xff"})
     writer.close()
-    assert read_done(str(path)) == {"1": "ok", '"1"': "error"}
+    assert read_done(HostFile(path)) == {"1": "ok", '"1"': "error"}
 
 
 def test_read_done_cuts_only_a_torn_last_line(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(b'{"id": 1, "status": "ok"}\n{"id": 2, "sta')
-    assert read_done(str(path)) == {"1": "ok"}
+    assert read_done(HostFile(path)) == {"1": "ok"}
     assert path.read_bytes() == b'{"id": 1, "status": "ok"}\n'
-    assert read_done(str(tmp_path / "none.jsonl")) == {}
+    assert read_done(HostFile(tmp_path / "none.jsonl")) == {}
 
 
 def test_read_done_refuses_a_file_that_is_not_results(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(b'{"id": 1, "status": "ok"}\n[]\n')
     with pytest.raises(BatchInputError, match=r"out.jsonl:2: not a result line"):
-        read_done(str(path))
+        read_done(HostFile(path))
 
 
 def test_a_line_nested_too_deeply_is_its_own_bad_line():
@@ -66,7 +67,7 @@ def test_a_result_line_nested_too_deeply_is_no_result_line(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(b'{"id": 1, "status": "ok"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n")
     with pytest.raises(BatchInputError, match=r"out.jsonl:2: not a result line"):
-        read_done(str(path))
+        read_done(HostFile(path))
 
 
 @pytest.mark.parametrize("key, pinned_value", [("kit", "readonly"), ("policy", "strict")])

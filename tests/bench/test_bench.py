@@ -23,6 +23,7 @@ GOAL_FIGURES = [
     bench.FRESH_SPARE,
     bench.FRESH_SPARE_P99,
     bench.REUSE,
+    bench.SESSION,
     bench.TOOL,
     bench.VALIDATE_IDLE,
     bench.TPUT_FRESH,
@@ -70,6 +71,25 @@ def test_bench_json_has_every_figure_the_goals_need(bench_json):
         assert figures[name] is not None, name  # the jail's own figures are always measured
     # the ready spare has at least forked: the copy-on-write faults of a fresh child are counted
     assert figures[bench.FAULTS_READY] > 0 and figures[bench.FAULTS] > 0
+
+
+def test_bench_has_the_landlock_levels_figures_beside_nsjails(bench_json):
+    """Fresh and reuse at the landlock level: numbers where Landlock runs, else the reason."""
+    from lackjail.worker import landlock
+
+    figures, unavailable = bench_json["figures"], bench_json["unavailable"]
+    names = [
+        bench.LANDLOCK_COLD,
+        bench.LANDLOCK_FRESH,
+        bench.LANDLOCK_TPUT_FRESH,
+        bench.LANDLOCK_REUSE,
+        bench.LANDLOCK_TPUT_REUSE,
+    ]
+    for name in names:
+        if landlock.abi_version() >= 1:
+            assert isinstance(figures[name], (int, float)) and figures[name] > 0, name
+        else:
+            assert figures[name] is None and "Landlock" in unavailable[name], name
 
 
 def test_bench_says_where_the_time_goes(bench_json):

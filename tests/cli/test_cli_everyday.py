@@ -206,9 +206,14 @@ def test_workspace_config_may_choose_a_kit_and_only_tighten(tmp_path, home):
 
     chosen = setup(Shared(workspace=str(tmp_path)))
     assert chosen.kit.name == "readonly" and chosen.policy.limits.wall_s == 2.5
+    local.write_text('[defaults]\nlanguage = "extended"\n')  # a level, among the policy's
+    assert setup(Shared(workspace=str(tmp_path))).checker.language == "extended"
+    refused = invoke("check", "-", "--workspace", str(tmp_path), "--policy", "strict", stdin="1")
+    assert refused.exit_code == 0  # strict allows extended
     for text, says in [
         ('[defaults]\npolicy = "mine.toml"\n', "'defaults.policy' is not allowed here"),
-        ('[defaults]\nlanguage = "lackpy"\n', "'defaults.language' is not allowed here"),
+        ('[defaults]\nlanguage = "cobol"\n', "'defaults.language' must be one of lackpy"),
+        ("[defaults]\nlanguage = 1\n", "'defaults.language' must be a non-empty string"),
         ("[limits]\nwall_s = 1000\n", "may only tighten the policy"),
         ("[limits]\nmemory_mb = -1\n", "must be a positive number"),
         ("[limits]\nnet = 1\n", "unknown key 'limits.net'"),

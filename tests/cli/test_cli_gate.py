@@ -52,6 +52,7 @@ def test_every_program_gets_its_verdict(ran):
         "line": 2,
         "col": 5,
         "rule": "verdict/error",
+        "traceback": [{"function": "<module>", "line": 2, "col": 5}],
     }
     assert by_name["fail/slow.lackpy"].errors[0]["rule"] == "verdict/timeout"
     assert not by_name["bad/imports.lackpy"].ran  # a rejected program never reaches the jail
@@ -265,3 +266,16 @@ def test_subprocess_params_reach_every_program(tree, require_nsjail):
     proc = lackjail("gate", "-", "--run", "--param", "n=21", "--json", cwd=tree, stdin="n * 2\n")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["programs"][0]["value"] == 42
+
+
+def test_gate_language_is_a_choice_among_the_policy_s_levels(tmp_path):
+    (tmp_path / "f.lackpy").write_text("def f():\n    return 1\nf()\n")
+    plain = lackjail("gate", "f.lackpy", cwd=tmp_path)
+    assert plain.returncode == 1 and "accepted at --language extended" in plain.stdout
+    assert lackjail("gate", "f.lackpy", "--language", "extended", cwd=tmp_path).returncode == 0
+    (tmp_path / "only.toml").write_text('name = "only"\nlanguages = ["lackpy"]\n')
+    refused = lackjail(
+        "gate", "f.lackpy", "--language", "extended", "--policy", "only.toml", cwd=tmp_path
+    )
+    assert refused.returncode == 2
+    assert "not allowed by policy 'only'; it allows: lackpy" in refused.stderr

@@ -83,5 +83,11 @@ def test_doctor_reports_nsjail(require_nsjail):
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["nsjail binary"]["ok"] and checks["namespaces (nsjail image)"]["ok"]
     assert checks["isolation level"]["detail"].startswith("nsjail")
+    from lackjail.pool import interpreter
+
+    # the interpreter the jail runs, as found from its own files
+    assert checks["interpreter"]["ok"]
+    assert checks["interpreter"]["detail"].startswith(interpreter.current().executable)
+    assert checks["namespaces"]["ok"] and "Landlock" in checks["landlock"]["detail"]
     human = lackjail("doctor")
     assert "ok   seccomp:" in human.stdout

@@ -124,3 +124,38 @@ def test_a_failing_call_chain_is_shown_outermost_first():
     proc = lackjail("run", "-", "--language", "extended", "--json", stdin=program)
     data = json.loads(proc.stdout)
     assert [f["function"] for f in data["errors"][0]["traceback"]] == ["<module>", "outer", "inner"]
+
+
+def test_a_fenced_program_runs_and_its_places_are_the_file_s(tmp_path):
+    reply = "Sure, here it is:\n\n```python\nxs = [1, 2]\nxs[5]\n```\n\nIt fails on purpose.\n"
+    (tmp_path / "reply.md").write_text(reply)
+    proc = lackjail("run", str(tmp_path / "reply.md"))
+    assert proc.returncode == 1
+    assert f"{tmp_path / 'reply.md'}:5:1: error: IndexError" in proc.stderr
+
+
+def test_a_rejection_names_the_flag_of_the_level_that_accepts_it():
+    proc = lackjail("run", "-", stdin="```\ndef f():\n    return 1\nf()\n```\n")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("<stdin>:2:1: invalid: 'def'")
+    assert "; accepted at --language extended [forbidden-node]" in proc.stderr
+
+
+def test_the_workspace_chooses_a_level_only_among_the_policy_s(tmp_path):
+    (tmp_path / ".lackjail").mkdir()
+    (tmp_path / ".lackjail" / "config.toml").write_text('[defaults]\nlanguage = "extended"\n')
+    program = "def f():\n    return 7\nf()"
+    proc = lackjail("run", "-", "--workspace", str(tmp_path), stdin=program)
+    assert (proc.returncode, proc.stdout) == (0, "7\n"), proc.stderr
+    (tmp_path / "only.toml").write_text('name = "only"\nlanguages = ["lackpy"]\n')
+    proc = lackjail(
+        "run", "-", "--workspace", str(tmp_path), "--policy", str(tmp_path / "only.toml"),
+        stdin=program,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "language level 'extended' (" in proc.stderr
+    assert ".lackjail/config.toml [defaults] language) is not allowed by policy 'only'" in (
+        proc.stderr
+    )
+    proc = lackjail("run", "-", "--policy", "strict", "--language", "lackpy", stdin="1")
+    assert proc.returncode == 0

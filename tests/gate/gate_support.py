@@ -60,7 +60,9 @@ def check_sarif(log: dict) -> None:
     rules = run["tool"]["driver"]["rules"]
     ids = [r["id"] for r in rules]
     assert len(ids) == len(set(ids))
-    assert all(r["helpUri"].startswith("https://") and "#rule-" in r["helpUri"] for r in rules)
+    # a helpUri only where the package's metadata names its rules page (test_rules_page)
+    uris = [r["helpUri"] for r in rules if "helpUri" in r]
+    assert all(u.startswith("https://") and "#rule-" in u for u in uris)
     prints = [r["partialFingerprints"]["lackjail/v1"] for r in run["results"]]
     assert all(len(p) == 32 for p in prints)
     base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]

@@ -49,3 +49,23 @@ def test_pre_commit_hooks():
         "--run" in hooks["lackjail-gate-run"]["entry"]
         and "--run" not in hooks["lackjail-gate"]["entry"]
     )
+
+
+def test_the_documented_pre_commit_rev_is_a_commit_with_these_hooks():
+    """pre-commit needs a tag or a full sha; lackjail has no tags, so the doc names a commit
+    of this repository whose hooks file has the hooks the doc uses."""
+    import subprocess
+
+    revs = re.findall(r"^\s+rev: (\S+)", DOC, re.M)
+    assert revs and all(re.fullmatch(r"[0-9a-f]{40}", rev) for rev in revs), revs
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an sdist): the commit cannot be looked up")
+    for rev in revs:
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:.pre-commit-hooks.yaml"],
+            capture_output=True,
+            text=True,
+        )
+        assert shown.returncode == 0, shown.stderr
+        used = set(re.findall(r"- id: (lackjail-[a-z-]+)", DOC))
+        assert used and all(f"id: {hook}" in shown.stdout for hook in used)

@@ -77,10 +77,14 @@ def test_gate_select_ignore_and_rule_counts_from_the_command_line(tmp_path, monk
     assert github.exit_code == 1 and github.output.count("::error file=") == 3
 
 
-def test_sarif_rules_have_help_uris_and_results_fingerprints():
+def test_sarif_rules_have_help_uris_and_results_fingerprints(monkeypatch):
+    from lackjail.gate import sarif
+
+    page = "https://example.org/lackjail/blob/main/docs/rules.md"
+    monkeypatch.setattr(sarif, "help_base", lambda: page)
     log = json.loads(render(sample(), "sarif"))
     [run] = log["runs"]
-    assert all(r["helpUri"].startswith("https://") for r in run["tool"]["driver"]["rules"])
+    assert all(r["helpUri"].startswith(page + "#rule-") for r in run["tool"]["driver"]["rules"])
     prints = [r["partialFingerprints"]["lackjail/v1"] for r in run["results"]]
     assert len(prints) == len(set(prints)) == 4
     moved = sample()

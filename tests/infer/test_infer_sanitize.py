@@ -46,3 +46,57 @@ def test_unparseable_code_is_passed_on_for_the_validator():
 
 def test_huge_reply_is_capped():
     assert len(sanitize("x" * 10_000_000)) <= 256 * 1024
+
+
+FENCED = [
+    ("```python\nx = 1\nx\n```", "x = 1\nx\n", 1),
+    ("Here is the program:\n\n```py\nx = 1\n```\nIt sets x.", "x = 1\n", 3),
+    ("~~~\nx = 1\n~~~\n", "x = 1\n", 1),
+    ("```lackpy\r\nx = 1\r\n```\r\n", "x = 1\r\n", 1),
+]
+
+
+@pytest.mark.parametrize(("sent", "code", "above"), FENCED)
+def test_unfence_gives_the_code_and_the_lines_above_it(sent, code, above):
+    from lackjail.infer.sanitize import unfence
+
+    assert unfence(sent) == (code, above)
+    assert unfence(sent.encode()) == (code, above)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "x = 1\nx",
+        's = """\n```python\nx\n```\n"""\ns',  # a fence inside a string: the program as it is
+        "```bash\nls\n```",  # no Python fence: the validator says what is wrong
+        b"```\n\xff\n```\n",  # not UTF-8: the validator says where
+    ],
+)
+def test_unfence_leaves_a_program_without_a_python_fence_alone(sent):
+    from lackjail.infer.sanitize import unfence
+
+    assert unfence(sent) == (sent, 0)
+
+
+def test_place_back_moves_errors_and_traceback_lines():
+    from lackjail.infer.sanitize import place_back
+
+    result = {
+        "status": "error",
+        "errors": [
+            {
+                "message": "boom",
+                "line": 2,
+                "col": 5,
+                "traceback": [{"function": "<module>", "line": 4}, {"function": "f", "line": 2}],
+            },
+            {"message": "no place"},
+        ],
+    }
+    moved = place_back(result, 3)
+    assert moved["errors"][0]["line"] == 5 and moved["errors"][0]["col"] == 5
+    assert [f["line"] for f in moved["errors"][0]["traceback"]] == [7, 5]
+    assert moved["errors"][1] == {"message": "no place"}
+    assert result["errors"][0]["line"] == 2  # the original is left as it was
+    assert place_back(result, 0) is result

@@ -265,3 +265,14 @@ def test_no_template_falls_through_with_a_note(tmp_path, kit):
     assert gen.notes == [
         {"tier": "templates", "reason": "no template matches the intent", "unavailable": False}
     ]
+
+
+def test_a_body_is_checked_with_its_placeholders_as_parameters_in_place():
+    from lackjail.checker import Checker
+    from lackjail.infer.templates import as_checked
+
+    body = "x = read_file({path})\ny = {1}\nz = read_file({ path }, 2)"
+    seen = as_checked(body, ("path",))
+    assert seen == "x = read_file( path )\ny = {1}\nz = read_file(  path  , 2)"
+    [error] = Checker(kit="readonly").check(seen, ("path",)).errors
+    assert (error.rule, error.line, error.col) == ("tool-call", 3, 5)  # where it was written

@@ -5,9 +5,10 @@ nsjail refuses with a clear error.
 
 The probe is raw Python (not through the validator) run by the landlock launcher's own
 bootstrap in place of the zygote's main(): confined exactly as a zygote is, it tries to
-read and list outside the allowed tree, write outside its private folder, bind and
-connect TCP to a loopback listener, signal and ptrace the controller (its parent), and
-forks a child that loads the children's seccomp filter and opens a socket. The same
+read and list outside the allowed tree, write outside its private folder, run a program
+it wrote there, bind and connect TCP to a loopback listener, signal and ptrace the
+controller (its parent), and forks a child that loads the children's seccomp filter and
+opens a socket. The same
 probe run unconfined shows each attempt succeeds without the confinement.
 """
 
@@ -70,6 +71,24 @@ attempt("write_private", lambda: open(os.path.join(os.environ["TMPDIR"], "mine")
 attempt("connect", connect)
 attempt("bind", bind)
 attempt("signal", lambda: os.kill(controller, 0))
+
+def exec_private():
+    copy = os.path.join(os.environ["TMPDIR"], "python-copy")
+    with open(sys.executable, "rb") as src, open(copy, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(copy, 0o755)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(copy, [copy, "-c", "pass"])
+        except OSError as exc:
+            os._exit(100 + exc.errno)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)  # the copy ran (whatever it then did): < 100
+    if code >= 100:
+        raise OSError(code - 100, "exec")
+
+attempt("exec_written", exec_private)
 attempt("setgroups", lambda: os.setgroups([]))
 if not spec["control"]:
     attempt("ptrace", trace)
@@ -104,7 +123,11 @@ else:
     argv, env = launcher.argv, launcher.env
 del spec["probe"]
 argv[-1] = json.dumps(spec)
-proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+try:
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+finally:
+    if not spec["control"]:
+        launcher.close()
 print(proc.stdout)
 print(proc.stderr, file=sys.stderr)
 """
@@ -162,6 +185,7 @@ def test_each_block_fires(who, outside):
         "connect": "EACCES",
         "bind": "EACCES",
         "signal": "EPERM",
+        "exec_written": "EACCES",
         "setgroups": "EPERM",
         "ptrace": "EPERM",
         "child_socket": signal.SIGSYS,
@@ -176,7 +200,7 @@ def test_without_the_confinement_each_attempt_succeeds(who, outside):
         ["read_outside", "list_checkout", "read_stdlib", "write_outside", "write_private"],
         "done",
     )
-    expected |= {"connect": "done", "bind": "done", "signal": "done"}
+    expected |= {"connect": "done", "bind": "done", "signal": "done", "exec_written": "done"}
     expected["setgroups"] = "done" if who is None and os.geteuid() == 0 else "EPERM"
     assert got == expected
     assert (outside / "planted").exists()

@@ -98,6 +98,27 @@ def test_the_host_refuses_a_malformed_traceback(bad):
     assert not _errors_ok(bad)
 
 
+@pytest.mark.parametrize(
+    ("errors", "status"),
+    [
+        (error(traceback=GOOD, traceback_omitted=3), "error"),
+        (error(traceback=[{"function": "f", "line": "2"}]), "malformed"),
+        (error(traceback=[{"function": "x" * 10_000, "line": 1}]), "malformed"),
+    ],
+)
+def test_a_hostile_jail_s_traceback_fails_only_that_run(tmp_path, errors, status):
+    from fakejail import fake_jail, run_on
+
+    steps = [["spawn", 1], ["ready", 1], ["read_run", 1], ["result_errors", [1, errors]]]
+    with fake_jail(tmp_path, steps) as jail:
+        outcome = run_on(jail)
+    if status == "error":
+        assert (outcome.status, outcome.errors, outcome.retire) == ("error", errors, False)
+    else:
+        assert outcome.status == "error" and outcome.retire
+        assert outcome.errors == [{"message": "the jail sent a malformed result"}]
+
+
 def test_the_host_takes_a_well_formed_traceback():
     assert _errors_ok(error(traceback=GOOD, traceback_omitted=3))
     assert _errors_ok(error(traceback=[]))

@@ -121,3 +121,21 @@ def test_the_jail_never_loads_the_call_check():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.nsjail
+def test_a_callable_tool_is_checked_against_its_own_signature(require_nsjail, tmp_path):
+    from lackjail import Jail
+
+    def lookup(name: str, limit: int = 10) -> list:
+        """Find people by name."""
+        return [name][:limit]
+
+    with Jail(tools=[lookup], workers=1, workspace=str(tmp_path)) as jail:
+        [error] = jail.check("lookup('ada', limit='3')").errors
+        assert error.format("agent.py") == (
+            "agent.py:1:21: lookup() argument 'limit' must be int, not str; "
+            "call it as lookup(name: str, [limit: int]) [tool-call]"
+        )
+        result = jail.run("lookup('ada', 10, 'x')")
+        assert result.status == "invalid" and "takes 2 arguments but 3" in str(result.errors)

@@ -202,7 +202,7 @@ def test_lackpy_stays_the_seed_grammar():
     [
         ("n = 0\nwhile n < 3:\n    n += 1", "use for over range(...) or a tool's result"),
         ("def f(x):\n    return x", "use a lambda as key= or inline the code"),
-        ("try:\n    x = 1\nexcept ValueError:\n    x = 2", "the language level 'extended'"),
+        ("try:\n    x = 1\nexcept ValueError:\n    x = 2", "check the value first"),
         ("for x in [1, 2]:\n    print(x)", "name a literal first"),
         ("import os", "call a tool of the kit"),
     ],

@@ -59,9 +59,22 @@ ACCEPTED = [
     "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
     "x = '{}-{}'.format(1, 2)",
+    "import json\njson = {'a': 1}\nx = json.get('a')",
+    "class A:\n    def __init__(self):\n        self.__n = 1\n    def __bump(self):\n"
+    "        self.__n += 1\n    def __repr__(self):\n"
+    "        return f'{self.__class__.__name__}({self.__n})'",
+    "def deco(f):\n    name = f.__name__\n    return f\nx = type(1).__name__",
+    "class A:\n    pass\nclass B(A):\n    def __init__(self):\n        super(B, self).__init__()",
+    "from collections.abc import Iterable, Mapping\nx = isinstance([], Iterable)",
+    "print('x', end='', flush=True)",
+    "from math import *\nx = sqrt(pi)",
+    'class A:\n    """Implements __eq__ and __hash__ for __main__."""\n    pass',
+    "from urllib.parse import urlparse, quote\nx = urlparse('http://a/b').path",
+    "import struct, zlib, secrets, html, shlex, calendar, numbers, queue, contextlib\n"
+    "with contextlib.suppress(KeyError):\n    x = {}['a']",
 ]
 # Accepted at extended too.
-BOTH = {"x = '{}-{}'.format(1, 2)"}
+BOTH = {"x = '{}-{}'.format(1, 2)", "print('x', end='', flush=True)"}
 
 
 @pytest.mark.parametrize("source", ACCEPTED)
@@ -78,7 +91,12 @@ REJECTED = [
     ("import importlib", "import-module"),
     ("import collections.abc", "import-module"),
     ("from . import x", "import-module"),
-    ("from json import *", "import-name"),
+    ("def f():\n    from json import *", "misplaced-statement"),
+    ("import urllib.parse", "import-module"),
+    ("from urllib.request import urlopen", "import-module"),
+    ("from contextlib import contextmanager", "import-name"),
+    ("from calendar import prmonth", "import-name"),
+    ("x = '__init__' + 'x'", "dunder-string"),
     ("from json import codecs", "import-name"),
     ("from typing import get_type_hints", "import-name"),
     ("from functools import singledispatch", "import-name"),
@@ -87,6 +105,19 @@ REJECTED = [
     ("from dataclasses import make_dataclass", "import-name"),
     ("from __future__ import braces", "import-name"),
     ("import json\nx = json.__dict__", "dunder-attribute"),
+    ("x = 1\ny = x.__class__", "dunder-attribute"),
+    ("x = 1\ny = x.__class__.__bases__", "dunder-attribute"),
+    ("class A:\n    def f(self):\n        return super().__class__", "dunder-attribute"),
+    ("def f():\n    pass\nf.__name__ = 'g'", "dunder-attribute"),
+    ("import collections.abc", "import-module"),
+    ("x = super(1)", "call-only"),
+    ("import json\nx = json.codecs", "module-attribute"),
+    ("import typing\nx = typing.sys", "module-attribute"),
+    ("import dataclasses\nx = dataclasses.sys", "module-attribute"),
+    ("import collections\nx = collections.abc", "module-attribute"),
+    ("import operator\nf = operator.attrgetter('x')", "module-attribute"),
+    ("import json\ndef f():\n    return json.decoder", "module-attribute"),
+    ("import json\njson.loads = len", "module-attribute"),
     ("x = (1).__class__", "dunder-attribute"),
     ("class A:\n    def f(self):\n        return self.__dict__", "dunder-attribute"),
     ("class A:\n    pass\nA.__init__", "dunder-attribute"),

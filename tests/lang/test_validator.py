@@ -195,7 +195,7 @@ REJECTED = [
     ("tool-attribute", "x = read_file.name", 1, 15, {"language": "extended"}),
     ("call-only", "t = type\nx = t(1)", 1, 5, {"language": "python"}),
     ("call-only", "x = type('A', (), {})", 1, 5, {"language": "python"}),
-    ("call-only", "class A:\n    def f(self):\n        return super(A, self)", 3, 16, PY),
+    ("call-only", "class A:\n    def f(self):\n        return super(A)", 3, 16, PY),
     ("dunder-method", "class A:\n    def __getattr__(self, n):\n        return n", 2, 5, PY),
     ("dunder-method", "class A:\n    def __del__(self):\n        pass", 2, 5, PY),
     ("class-keyword", "class A(metaclass=abs):\n    pass", 1, 9, PY),
@@ -210,6 +210,8 @@ REJECTED = [
     ("dunder-attribute", "class A:\n    def f(self):\n        return A.__init__", 3, 18, PY),
     ("tool-call", "x = read_file(path, 1)", 1, 5, {"signatures": READ_FILE}),
     ("tool-call", "x = read_file(42)", 1, 15, {"signatures": READ_FILE}),
+    ("module-attribute", "import typing\nx = typing.sys", 2, 12, PY),
+    ("module-attribute", "import json as j\nj.loads = len", 2, 3, PY),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: 1 / 0]}),
     ("rule-error", "x = 1", None, None, {"rules": [lambda tree: [42]]}),
 ]

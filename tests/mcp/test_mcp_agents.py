@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import Future
 
 import anyio
+import pytest
 from mcp import Client
 
 from lackjail.checker import Checker
@@ -40,7 +41,7 @@ def opening(kit_name: str, workspace, future: Future) -> Served:
         policy=policy,
         kit=kit,
         workspace=str(workspace),
-        checker=Checker(policy, kit),
+        checker=Checker(policy, kit, audience="mcp"),
     )
 
 
@@ -61,7 +62,7 @@ def test_descriptions_list_the_kits_tools_and_hints_name_no_flag(tmp_path):
         checks = {
             "x = write_file('a', 'b')": "the bundled kit 'files' has it",
             "x = read_file('a', 'b')": "call it as read_file(path: str)",
-            "while True:\n    x = 1": "use the language level 'extended'",
+            "while True:\n    x = 1": 'accepted with the language argument "extended"',
             "import os": "call a tool of the kit",
         }
         for program, hint in checks.items():
@@ -112,3 +113,56 @@ def test_a_run_waits_for_the_jail_that_is_opening(tmp_path, require_nsjail):
         assert talk(server, body)["value"] == 42
     finally:
         later.result().close()
+
+
+@pytest.fixture
+def jail(tmp_path, require_nsjail):
+    from lackjail import Jail
+
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    with Jail(kit="readonly", workers=1, workspace=str(tmp_path)) as opened:
+        yield opened
+
+
+def test_sessions_keep_state_between_calls_until_closed(jail):
+    server = build_server(jail)
+
+    async def call(client, program, **more):
+        return await client.call_tool("run_program", {"program": program, **more})
+
+    async def body(client):
+        first = payload(
+            await call(client, "lines = read_file('notes.txt').splitlines()", session="a")
+        )
+        assert (first["status"], first["session"], first["session_new"]) == ("ok", "a", True)
+        checked = await client.call_tool("check_program", {"program": "len(lines)", "session": "a"})
+        assert payload(checked)["valid"] is True
+        unbound = await client.call_tool("check_program", {"program": "len(lines)"})
+        assert payload(unbound)["errors"][0]["rule"] == "undefined-name"
+        second = payload(await call(client, "len(lines)", session="a"))
+        assert (second["value"], second["session"]) == (2, "a") and "session_new" not in second
+
+        # another session, and a plain run, see nothing of session a
+        other = await call(client, "len(lines)", session="b")
+        assert other.is_error and payload(other)["errors"][0]["rule"] == "undefined-name"
+        plain = await call(client, "len(lines)")
+        assert plain.is_error and "session" not in payload(plain)
+
+        fresh = payload(await call(client, "n = 5", session="new"))
+        assert fresh["session"].startswith("s-") and fresh["session_new"] is True
+        again = payload(await call(client, "n + 1", session=fresh["session"]))
+        assert again["value"] == 6
+
+        closed = payload(await client.call_tool("close_session", {"session": "a"}))
+        assert closed == {"session": "a", "closed": True}
+        reopened = await call(client, "len(lines)", session="a")
+        assert reopened.is_error and payload(reopened)["session_new"] is True
+        unknown = await client.call_tool("close_session", {"session": "zzz"})
+        assert unknown.is_error and "no open session named 'zzz'" in unknown.content[0].text
+
+        bad = await call(client, "1", session="../a")
+        assert bad.is_error and "is not a session name" in bad.content[0].text
+        dry = await call(client, "1", session="a", dry_run=True)
+        assert dry.is_error and "dry_run runs outside sessions" in dry.content[0].text
+
+    talk(server, body)

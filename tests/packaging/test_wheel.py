@@ -1,4 +1,5 @@
-"""The package as a user gets it: built as a wheel, installed into a fresh venv, run in the jail.
+"""The package as a user gets it: built as `make dist` builds it (sdist, then the wheel from
+it), installed into a fresh venv, run in the jail.
 
 Nothing from the source tree is on the path: the venv holds only the wheel and its
 dependencies (installed from the package index as pip is configured on this machine), and the
@@ -48,21 +49,11 @@ def installed(tmp_path_factory, require_nsjail):
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"  # a copy, so that the build leaves nothing in the checkout
     shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    ok(
-        sh(
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "-w",
-            tmp / "dist",
-            src,
-            cwd=tmp,
-        )
-    )
+    # what `make dist` runs: the sdist, then the wheel built from it
+    ok(sh(sys.executable, "-m", "build", "--outdir", tmp / "dist", src, cwd=tmp, timeout=600))
     (wheel,) = (tmp / "dist").glob("lackjail-*.whl")
+    (sdist,) = (tmp / "dist").glob("lackjail-*.tar.gz")
+    assert sdist.stat().st_size > 0
     base = getattr(sys, "_base_executable", sys.executable)  # the interpreter, not this venv
     ok(sh(base, "-m", "venv", tmp / "venv", cwd=tmp))
     venv = tmp / "venv"

@@ -11,6 +11,8 @@ not ASCII-compatible):
     # forbidden: workspace-relative paths that must not exist afterwards
     # params: JSON object of run parameters
     # language: the level the case is checked and run at (default lackpy)
+    # jail: the verdicts its run may end with when the jail's validator is off too (the
+    #       python family: every case is run that way as well, see the last suite)
 
 Rejected: `lang.validate` says invalid and `Jail.run` answers "invalid" without running anything.
 Contained: the program runs in the real jail (kit: read_file, find_files, write_file, edit_file over
@@ -44,7 +46,9 @@ from lackjail.policy import load_policy
 CORPUS = Path(__file__).parent / "corpus"
 KIT = "read_file,find_files,write_file,edit_file"
 KIT_TOOLS = ("read_file", "find_files", "write_file", "edit_file")
-META = re.compile(rb"^# (expect|advisory|status|value|forbidden|params|note|language): (.*)$", re.M)
+META = re.compile(
+    rb"^# (expect|advisory|status|value|forbidden|params|note|language|jail): (.*)$", re.M
+)
 FAMILIES = (
     "dunder",
     "format",
@@ -56,6 +60,7 @@ FAMILIES = (
     "paths",
     "resources",
     "extended",
+    "python",
 )
 
 
@@ -208,9 +213,13 @@ def jails(require_nsjail, world):
             workers=1,
             workspace=str(world.workspace),
         ) as extended,
+        Jail(
+            policy=policy, kit=KIT, workers=1, workspace=str(world.workspace), language="python"
+        ) as python,
     ):
         assert lackpy.pool.wait_full(30) and extended.pool.wait_full(30)
-        yield {"lackpy": lackpy, "extended": extended}
+        assert python.pool.wait_full(30)
+        yield {"lackpy": lackpy, "extended": extended, "python": python}
 
 
 @pytest.fixture(scope="module")
@@ -357,3 +366,88 @@ def test_jail_still_serves_after_the_corpus(jail, world):
     result = jail.run("x = read_file('notes.txt')\n[len(x), find_files('*.txt')]")
     assert (result.status, result.value) == ("ok", [12, ["notes.txt"]])
     assert jail.pool.wait_full(15) and len(jail.pool.pids()) == 2
+
+
+# -- the python level without its validator ------------------------------------------
+#
+# Every case of the python family is run once more with the validator off on both sides (the
+# controller's check answers "valid"; the jail mounts a copy of the worker package whose
+# lang.validate_tree only parses): what the restricted namespace, the facades, the runner and
+# the kernel jail do alone must still keep every canary in and every target unwritten.
+
+PYTHON = [c for c in CASES if c["family"] == "python"]
+_UNCHECKED = """
+
+def validate_tree(source, **options):  # this copy's validator is off: the escape tests
+    import _ast
+
+    text = decode_source(source)
+    tree = compile(text, "<lackpy>", "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+    return ValidationResult(True, [], [], []), tree
+"""
+
+
+@pytest.fixture(scope="module")
+def unvalidated(require_nsjail, world, tmp_path_factory):
+    """A python-level jail whose validator is off in the controller and in the jail."""
+    from lackjail.lang import ValidationResult
+    from lackjail.pool import image, isolation
+
+    package = Path(lang.__file__).resolve().parents[1]
+    copy = tmp_path_factory.mktemp("unvalidated") / "lackjail"
+    copy.mkdir()
+    for name in ("__init__.py", "protocol.py", "plain.py"):
+        shutil.copy(package / name, copy / name)
+    for folder in ("lang", "worker"):
+        shutil.copytree(package / folder, copy / folder, ignore=shutil.ignore_patterns("*.pyc"))
+    with open(copy / "lang" / "__init__.py", "a") as fh:
+        fh.write(_UNCHECKED)
+    base = load_policy("default")
+    limits = base.limits.__class__(
+        wall_s=4.0, cpu_s=1, memory_mb=128, output_bytes=100_000, value_bytes=1_000_000
+    )
+    world.reset_workspace()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(image, "PACKAGE_DIR", copy)
+        isolation._nsjail_config_text.cache_clear()
+        try:
+            with Jail(
+                policy=base.replace(limits=limits),
+                kit=KIT,
+                workers=1,
+                workspace=str(world.workspace),
+                language="python",
+            ) as jail:
+                patch.setattr(
+                    jail.checker, "check", lambda *a, **k: ValidationResult(True, [], [], [])
+                )
+                assert jail.pool.wait_full(30)
+                probe = jail.run("x = __builtins__\nlen(x)")
+                assert probe.status == "ok", "the copy's validator is on: the suite proves nothing"
+                yield jail
+        finally:
+            isolation._nsjail_config_text.cache_clear()
+
+
+def test_the_python_family_is_judged_at_both_layers():
+    assert len(PYTHON) >= 40
+    for case in PYTHON:
+        assert case.get("language") == "python", case["name"]
+        assert case.get("jail"), f"{case['name']}: no verdicts for its run without the validator"
+    assert sum(c["expect"] == "rejected" for c in PYTHON) >= 30
+
+
+@pytest.mark.parametrize("case", PYTHON, ids=[c["name"] for c in PYTHON])
+def test_contained_without_the_validator(unvalidated, world, case):
+    world.reset_workspace()
+    source = world.fill(case["source"])
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    result = unvalidated.run(source)
+    assert result.isolation == "nsjail"
+    assert result.status in case["jail"].split(), (
+        result.status,
+        result.errors,
+        result.output[:500],
+    )
+    assert_no_leak(world, result, case.get("forbidden", "").split())
+    assert_no_stray_processes(unvalidated, before)

@@ -17,7 +17,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from host_support import interpreter_for_others, ordinary_user, run_as, session
+from host_support import ordinary_user, run_as, session
 
 from lackjail.errors import KitError
 
@@ -71,8 +71,8 @@ class ScriptedPool:
     def __init__(self, *args, **kwargs):
         self.mode, self.isolation, self.size = "fresh", "none", 1
 
-    def execute(self, request, call, on_output):
-        outcomes = [call(name, args, {}) for name, args in self.calls]
+    def execute(self, request, call, on_output=None, limits=None):
+        outcomes = [call(name, args, {}, None) for name, args in self.calls]
         value = [[o.ok, o.value if o.ok else o.error] for o in outcomes]
         return SimpleNamespace(status="ok", value=value, errors=[], cpu_ms=0.0, max_rss_kb=0)
 
@@ -190,13 +190,20 @@ def test_a_held_template_lock_makes_a_save_or_count_fail_after_a_bounded_wait(
 
     TemplateStore.at(home.ws).create("t", "go {x}", "x = {x}\nx")
     folder = home.ws / ".lackjail" / "templates"
+    import others
+
+    python = others.reachable()
+    hold = (
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)"
+    )
     holder = subprocess.Popen(
-        ["runuser", "-u", user.pw_name, "--", interpreter_for_others(), "-c",
-         "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
-         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
-         str(folder)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        ["runuser", "-u", user.pw_name, "--", *python.argv(hold, str(folder))],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **python.env},
+        start_new_session=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         monkeypatch.setattr(templates, "LOCK_WAIT_S", 0.3)

@@ -128,7 +128,7 @@ def read_kit(path, workspace=None) -> KitFile:
     try:
         root = _root_or_none(workspace)
         rel = _in_workspace(full, workspace, root.path) if root is not None else None
-        if rel is not None:
+        if root is not None and rel is not None:
             data = read_beneath(root, rel, MAX_KIT_BYTES)
         else:
             data = _read_chosen(full)

@@ -43,6 +43,11 @@ class _Builder:
             self._pack(alias or target.namespace, target, None, overrides)
         elif isinstance(target, str):
             self._named(alias, target.strip(), overrides)
+        elif callable(target):
+            raise KitError(
+                f"entry {alias or target!r} in {self.where} is a Python callable; pass "
+                "callables as Jail(tools=[...]) or tools={'name': callable}"
+            )
         else:
             raise KitError(
                 f"entry {alias or target!r} in {self.where} must be a tool name, not "
@@ -144,9 +149,15 @@ def _override(spec: ToolSpec, overrides: dict | None, keep_description: bool) ->
     return spec.replace(**changes) if changes else spec
 
 
-def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None = None) -> Kit:
+def resolve_kit(
+    spec,
+    workspace=None,
+    extra_tools=None,
+    toolbox: Toolbox | None = None,
+    extra_label: str = "extra_tools",
+) -> Kit:
     """One checked Kit from any kit form; a bad kit raises KitError naming the key or tool and the
-    fix.
+    fix. EXTRA_LABEL names EXTRA_TOOLS in those messages (`tools=` for a Jail's callables).
     """
     box = toolbox or (spec.toolbox if isinstance(spec, Kit) else None) or default_toolbox()
     folder = os.path.abspath(os.fspath(workspace)) if workspace is not None else os.getcwd()
@@ -182,7 +193,7 @@ def resolve_kit(spec, workspace=None, extra_tools=None, toolbox: Toolbox | None 
         builder = _Builder(box, "kit 'custom'")
         builder.add_form(spec, "a kit")
     if extra_tools is not None:
-        builder.where = f"extra_tools of kit '{name}'"
+        builder.where = f"{extra_label} of kit '{name}'"
         builder.add_form(extra_tools, "extra_tools")
     return Kit(name, description, builder.entries, builder.packs, docs, box)
 

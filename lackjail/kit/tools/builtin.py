@@ -151,7 +151,7 @@ IMPLEMENTATIONS = {
     f.__name__: f for f in (read_file, find_files, list_dir, grep, write_file, edit_file)
 }
 # Grades and timeouts of the built-in tools (everything else comes from the docstrings).
-SETTINGS = {
+SETTINGS: dict[str, dict] = {
     "read_file": {"grade_w": 1, "effects_ceiling": 1},
     "find_files": {"grade_w": 1, "effects_ceiling": 1, "timeout_s": 30.0},
     "list_dir": {"grade_w": 1, "effects_ceiling": 1},

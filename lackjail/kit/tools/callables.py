@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from lackjail.errors import KitError, ToolCallError
-from lackjail.kit.tools.docspec import _annotation, spec_from_function
+from lackjail.kit.tools.docspec import _annotation, parse_docstring, spec_from_function
 from lackjail.kit.tools.providers import ToolContext
 from lackjail.kit.tools.toolspec import ToolSpec, parse_type
 
@@ -121,6 +121,9 @@ def callable_specs(tools, provider: CallableProvider) -> list[ToolSpec]:
         if name in provider.callables:
             raise KitError(f"tools= names two callables {name!r}; give one another name")
         provider.add(name, fn)
+        prose = {}
+        if isinstance(fn, functools.partial):  # its own docstring is functools' own
+            prose["description"] = parse_docstring(fn.func.__doc__)["summary"]
         specs.append(
             spec_from_function(
                 fn,
@@ -128,6 +131,7 @@ def callable_specs(tools, provider: CallableProvider) -> list[ToolSpec]:
                 provider=CallableProvider.name,
                 provider_config={"key": name},
                 returns=_returns(fn),
+                **prose,
             )
         )
     return specs

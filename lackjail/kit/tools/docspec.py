@@ -78,7 +78,8 @@ def parse_docstring(doc: str | None) -> dict:
 
 
 def _parameters(lines) -> dict:
-    params, last = {}, None
+    params: dict = {}
+    last = None
     for line in lines:
         if not line.strip():
             continue

@@ -23,7 +23,7 @@ class Pack:
 
     namespace: str
     description: str = ""
-    members: dict = field(default_factory=dict)
+    members: dict[str, ToolSpec] = field(default_factory=dict)
 
     def __post_init__(self):
         check_identifier(self.namespace, "pack namespace")

@@ -88,7 +88,7 @@ def type_accepts(text: str, value) -> bool:
     checked).
     """
     bases = parse_type(text, "argument")
-    return any(TYPES[b] is None or type(value) in TYPES[b] for b in bases)
+    return any((kinds := TYPES[b]) is None or type(value) in kinds for b in bases)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""The python level in the real jail: every facade name imports in a confined child (no lazy
+load killed by the filter), randomness differs between runs, what the modules do that needs
+the kernel works (getrandom, sleep), and a child that ran such a program serves no other."""
+
+import hashlib
+
+import pytest
+
+from lackjail.api import Jail
+from lackjail.lang.facades import FACADES
+
+
+@pytest.fixture(scope="module")
+def jail(require_nsjail):
+    with Jail(workers=1, language="python") as j:
+        yield j
+
+
+def test_every_name_of_every_facade_imports_in_the_jail(jail):
+    modules = sorted(FACADES, key=lambda module: module != "__future__")  # it comes first
+    lines = [f"from {module} import {', '.join(FACADES[module])}" for module in modules]
+    r = jail.run("\n".join(lines) + "\n1")
+    assert (r.status, r.value) == ("ok", 1), r.errors
+
+
+def test_what_the_modules_ask_of_the_kernel_works(jail):
+    r = jail.run(
+        "import uuid, secrets, time, datetime, hashlib\n"
+        "t = time.monotonic()\ntime.sleep(0.02)\n"
+        "[len(str(uuid.uuid4())), len(secrets.token_hex(8)), time.monotonic() - t >= 0.015,\n"
+        " datetime.datetime.strptime('2024-02-29', '%Y-%m-%d').day, time.localtime(0).tm_year,\n"
+        " hashlib.new('sha3_256', b'x').hexdigest()[:6]]"
+    )
+    assert (r.status, r.value) == (
+        "ok",
+        [36, 16, True, 29, 1970, hashlib.new("sha3_256", b"x").hexdigest()[:6]],
+    ), r.errors
+
+
+def test_random_is_seeded_afresh_in_every_run(jail):
+    draws = {tuple(jail.run("import random\n[random.random(), random.random()]").value)}
+    for _ in range(4):
+        draws.add(tuple(jail.run("import random\n[random.random(), random.random()]").value))
+    assert len(draws) == 5
+    seeded = [jail.run("import random\nrandom.seed(7)\nrandom.random()").value for _ in (1, 2)]
+    assert seeded[0] == seeded[1]
+
+
+def test_a_forbidden_module_is_invalid_and_names_the_tool(jail):
+    r = jail.run("import os\nos.listdir('/')")
+    assert r.status == "invalid" and "read_file" in r.errors[0]["message"]
+
+
+def test_sleeping_past_the_wall_limit_is_a_timeout(require_nsjail):
+    from lackjail.policy import load_policy
+
+    policy = load_policy("default")
+    policy = policy.replace(limits=policy.limits.__class__(wall_s=0.5, cpu_s=1))
+    with Jail(policy=policy, workers=1, language="python") as jail:
+        r = jail.run("import time\ntime.sleep(30)")
+        assert r.status == "timeout", r
+
+
+def test_a_reused_child_serves_one_python_program(require_nsjail):
+    """In reuse mode a class of a facade changed by one run must not reach the next."""
+    with Jail(workers=1, mode="reuse", language="python") as jail:
+        first = jail.run("import json\njson.JSONEncoder.item_separator = '; '\njson.dumps([1, 2])")
+        second = jail.run("import json\njson.dumps([1, 2])")
+        assert first.value == "[1; 2]" and second.value == "[1, 2]", (first, second)
+        assert first.mode == "reuse"
