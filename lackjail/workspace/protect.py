@@ -208,9 +208,10 @@ class Protection:
     def runs_later(self, rel: str) -> bool:
         """True for a path a default write rule covers, lifted or not: a file written there never
         keeps exec bits."""
+        named = _combined(NAMED_WRITE_DENY)
         return (
             hidden(rel)
-            or _combined(NAMED_WRITE_DENY).match(rel) is not None
+            or (named is not None and named.match(rel) is not None)
             or any(rule_matches(glob, rel) for _, glob in self._local_rules())
         )
 

@@ -314,27 +314,21 @@ def _render(values, budget: int) -> tuple:
     """VALUES (a list of arguments, or a dict of keywords) rendered for the trace, within
     BUDGET characters: once it is spent, a marker says how many were cut. Also the size used."""
     keyed = type(values) is dict
-    out: dict | list = {} if keyed else []
-    used, items = 0, list(values.items()) if keyed else values
-    for index, item in enumerate(items):
-        if keyed:
-            key, value = item
-            key = key if key.isidentifier() and len(key) <= 40 else display(key, 40)
-        shown = display(item[1] if keyed else item, quote=False)
-        size = _size(shown) + (len(key) + 4 if keyed else 2)
+    items: list[tuple[str, Any]] = list(values.items()) if keyed else [("", v) for v in values]
+    shown: list = []  # (key, rendering)
+    used = 0
+    for index, (key, value) in enumerate(items):
+        if keyed and not (key.isidentifier() and len(key) <= 40):
+            key = display(key, 40)
+        rendering = display(value, quote=False)
+        size = _size(rendering) + len(key) + (4 if keyed else 2)
         if used + size > budget:
             cut = f"…(+{len(items) - index} more cut: a trace entry shows {TRACE_ARGS_CHARS} chars)"
-            if keyed:
-                out["…"] = cut
-            else:
-                out.append(cut)
+            shown.append(("…", cut))
             break
         used += size
-        if keyed:
-            out[key] = shown
-        else:
-            out.append(shown)
-    return out, used
+        shown.append((key, rendering))
+    return (dict(shown) if keyed else [r for _, r in shown]), used
 
 
 def _size(shown) -> int:
