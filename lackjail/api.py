@@ -89,9 +89,13 @@ class Jail:
         audience: str = "library",
     ):
         self.policy: Policy = load_policy(policy)
-        # opened once: every run acts beneath this descriptor, whatever the path names later
-        self._root = Root(workspace)
-        self.workspace = self._root.path
+        # opened once when tools may touch it: every run acts beneath this descriptor, whatever
+        # the path names later (a Jail without tools needs no workspace: it may run in `/`)
+        tooled = kit is not None or bool(extra_tools) or bool(tools)
+        self._root = Root(workspace) if tooled else None
+        self.workspace = (
+            self._root.path if self._root is not None else os.path.abspath(workspace or os.getcwd())
+        )
         self.approve = approve
         self._callables = None  # the provider of TOOLS, which may own an event loop
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
@@ -142,7 +146,8 @@ class Jail:
         self.pool.close()
         if self._callables is not None:
             self._callables.close()
-        self._root.close()
+        if self._root is not None:
+            self._root.close()
 
     def check(
         self, program: Program, params: Params | Iterable[str] | None = None

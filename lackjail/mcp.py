@@ -200,9 +200,9 @@ class Served:
                     self._others[level] = Jail(
                         policy=self.policy,
                         kit=self.kit,
-                        workers=served.pool.size,
+                        workers=served.workers,
                         workspace=self.workspace,
-                        mode=served.pool.mode,
+                        mode=served.mode,
                         language=level,
                         audience="mcp",
                     )

@@ -18,6 +18,8 @@ from lackjail.cli.common import (
     Failure,
     Group,
     error_object,
+    output_flags,
+    set_output,
 )
 from lackjail.terminal import terminal_safe
 
@@ -61,6 +63,7 @@ class LazyGroup(Group):
     def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
         super().__init__(*args, **kwargs)
         self.lazy = lazy
+        self.params += output_flags()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
@@ -89,11 +92,6 @@ class LazyGroup(Group):
     epilog=EXIT_HELP,
 )
 @click.version_option(None, "-V", "--version", package_name="lackjail")
-@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors, no notes.")
-@click.option(
-    "-v", "--verbose", is_flag=True, help="Also print details: timings, isolation, tiers."
-)
-@click.option("--debug", is_flag=True, help="Show full tracebacks on internal errors.")
 @click.pass_context
 def cli(ctx, quiet, verbose, debug):
     """Run agent-written lackpy programs in a jail.
@@ -108,9 +106,7 @@ def cli(ctx, quiet, verbose, debug):
     completion (kits and policies too): eval "$(_LACKJAIL_COMPLETE=bash_source lackjail)"
     (zsh_source, fish_source for other shells).
     """
-    if quiet and verbose:
-        raise click.UsageError("--quiet and --verbose disagree; pass one of them")
-    ctx.ensure_object(dict).update(debug=debug, verbosity=-1 if quiet else 1 if verbose else 0)
+    set_output(ctx, quiet, verbose, debug)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,7 @@ import threading
 
 import click
 
+from lackjail.errors import ToolDenied
 from lackjail.terminal import terminal_safe
 
 
@@ -19,7 +20,7 @@ def _format_call(call: dict) -> str:
 
 def terminal_approver(yes: bool = False, stop: threading.Event | None = None):
     """A callback approve(call) -> bool: always True with YES; else asks on the terminal, and denies
-    without one.
+    without one (ToolDenied, saying how to approve).
 
     The question goes to stderr (stdout may carry --json); everything in it
     that the program chose is escaped, so it cannot drive the terminal. One
@@ -34,7 +35,11 @@ def terminal_approver(yes: bool = False, stop: threading.Event | None = None):
 
     def approve(call: dict) -> bool:
         if not sys.stdin.isatty():
-            return False
+            raise ToolDenied(
+                f"{call['tool']} needs approval ({call.get('reason', '')}) and there is no "
+                "terminal to ask: pass --yes to approve its calls, or use a policy that does not "
+                "require approval for it"
+            )
         question = terminal_safe(f"allow {_format_call(call)}? ({call.get('reason', '')})")
         with lock:
             click.echo(f"lackjail: {question} [y/N]: ", nl=False, err=True)

@@ -7,7 +7,7 @@ import click
 
 from lackjail.cli.common import EXIT_BAD, EXIT_HELP, EXIT_OK, Command, leave
 from lackjail.cli.options import program_options, setup
-from lackjail.cli.output import detail, error_line, verdict
+from lackjail.cli.output import detail, error_line, note, verdict
 from lackjail.lang import LANGUAGES
 from lackjail.lang import spec as language_spec
 from lackjail.lang.describe import render
@@ -56,6 +56,14 @@ def check(paths, shared):
     valid = all(report["valid"] for report in reports)
     if shared.as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))
+    elif valid:
+        count = len(reports)
+        plural = "" if count == 1 else "s"
+        note(
+            f"lackjail check: {count} program{plural} valid"
+            if count
+            else "lackjail check: no programs found"
+        )
     leave(EXIT_OK if valid else EXIT_BAD)
 
 

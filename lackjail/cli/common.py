@@ -38,10 +38,40 @@ def _failing(invoke):
     return run
 
 
-class Command(click.Command):
-    """Every lackjail subcommand: a LackjailError it lets go becomes a `Failure`."""
+def output_flags() -> list[click.Option]:
+    """-q, -v and --debug: on the `lackjail` group, and on every subcommand after its name."""
+    return [
+        click.Option(["-q", "--quiet"], is_flag=True, help="Print only results and errors."),
+        click.Option(
+            ["-v", "--verbose"], is_flag=True, help="Also print details: timings, isolation."
+        ),
+        click.Option(["--debug"], is_flag=True, help="Show full tracebacks on internal errors."),
+    ]
 
-    invoke = _failing(click.Command.invoke)
+
+def set_output(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
+    """Note the output flags where `output.verbosity` reads them: the root context. A flag
+    given after the subcommand adds to those given before it."""
+    shared = ctx.find_root().ensure_object(dict)
+    before = shared.get("verbosity", 0)
+    if (quiet and verbose) or (quiet and before > 0) or (verbose and before < 0):
+        raise click.UsageError("--quiet and --verbose disagree; pass one of them")
+    shared["verbosity"] = -1 if quiet else 1 if verbose else before
+    shared["debug"] = shared.get("debug", False) or debug
+
+
+class Command(click.Command):
+    """Every lackjail subcommand: it takes -q/-v/--debug after its name too, and a
+    LackjailError it lets go becomes a `Failure`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params += output_flags()
+
+    def invoke(self, ctx: click.Context):
+        flags = [ctx.params.pop(name, False) for name in ("quiet", "verbose", "debug")]
+        set_output(ctx, *flags)
+        return _failing(click.Command.invoke)(self, ctx)
 
 
 class Group(click.Group):

@@ -44,7 +44,7 @@ def kit():
 @_workspace
 @_json
 def list_command(workspace, as_json):
-    """List the workspace's kits and the bundled ones."""
+    """List the workspace's kits, the bundled ones, and the packs a kit or --kit may name."""
     folder, box, rows = _folder(workspace), default_toolbox(), []
     for name, source, path in list_kits(folder):
         row = {"name": name, "source": source, "path": str(path)}
@@ -56,16 +56,28 @@ def list_command(workspace, as_json):
         except KitError as exc:
             row["error"] = str(exc)
         rows.append(row)
+    packs = [
+        {
+            "name": p.namespace,
+            "source": "pack",
+            "description": p.description,
+            "tools": list(p.members),
+        }
+        for p in box.packs.values()
+    ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows)  # the kits, as before: the packs are the toolbox's, listed in text
         return
     if not rows:
         click.echo("no kits")
-    for row in rows:
+    for row in rows + packs:
+        tools = len(row.get("tools", ()))
         about = (
             f"error: {row['error']}"
             if "error" in row
-            else f"{len(row['tools'])} tools, w={row['grade']['w']}  {row['description']}"
+            else f"{tools} tool{'' if tools == 1 else 's'}"
+            + (f", w={row['grade']['w']}" if "grade" in row else "")
+            + f"  {row['description']}"
         )
         click.echo(terminal_safe(f"{row['name']:<16} {row['source']:<9} {about}".rstrip()))
 

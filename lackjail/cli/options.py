@@ -19,7 +19,8 @@ from lackjail.cli.common import parse_params
 KIT_HELP = "Tools the program may call: a kit name, or tool names separated by commas [none]."
 PARAM_HELP = (
     "A top-level name for the program (repeatable); VALUE is parsed as JSON when it is valid "
-    "JSON (n=3, l=[1,2], s='\"x\"'), else taken as a string (path=notes.txt)."
+    "JSON (n=3, l=[1,2], s='\"x\"'), else taken as a string (path=notes.txt). Text that looks "
+    "like a number needs JSON quotes: v=1.10 is the number 1.1, v='\"1.10\"' the text 1.10."
 )
 
 

@@ -86,8 +86,8 @@ def end_output(output: str) -> None:
 
 
 def print_result(result, filename: str, shown: bool = False) -> None:
-    """A run's printed output (unless SHOWN already as it came) and value (stdout), its diff
-    with --dry-run, its errors (stderr)."""
+    """A run's printed output (unless SHOWN already as it came) and value (stdout); its diff
+    with --dry-run under a heading and its errors (stderr), so stdout holds the value alone."""
     if not shown:
         show_output(result.output)
     end_output(result.output)
@@ -95,7 +95,8 @@ def print_result(result, filename: str, shown: bool = False) -> None:
         if result.value is not None:
             click.echo(terminal_safe(json.dumps(jsonable(result.value), ensure_ascii=False)))
         if result.diff:
-            click.echo(terminal_safe(result.diff, multiline=True), nl=False)
+            click.echo("dry run: nothing was written; the run would have changed:", err=True)
+            click.echo(terminal_safe(result.diff, multiline=True), nl=False, err=True)
         return
     for err in result.errors:
         click.echo(error_line(err, filename, result.status), err=True)

@@ -109,11 +109,10 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         emit_json(result.to_dict())
     elif text:
         print_result(result, filename, shown=True)
-        stats = result.stats
+        stats, calls = result.stats, result.stats["tool_calls"]
         detail(
-            f"{result.status} in {stats.get('wall_ms', 0):.1f} ms wall, "
-            f"{stats.get('cpu_ms', 0):.1f}"
-            f" ms CPU; {stats.get('tool_calls', 0)} tool calls; isolation {result.isolation}, "
+            f"{result.status} in {stats['wall_ms']:.1f} ms wall, {stats['cpu_ms']:.1f} ms CPU; "
+            f"{calls} tool call{'' if calls == 1 else 's'}; isolation {result.isolation}, "
             f"mode {result.mode}; policy {chosen.policy.name}, kit {chosen.kit.name}"
         )
     leave(exit_code(result.status))

@@ -174,8 +174,6 @@ def rule_counts(report: GateReport) -> dict[str, int]:
 def summary_lines(report: GateReport) -> list[str]:
     """The per-rule counts and the summary line."""
     s = report.summary()
-    if not s["programs"]:
-        return ["no programs found"]
     lines = []
     counts = rule_counts(report)
     if counts:

@@ -142,8 +142,9 @@ class Pool:
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
         except (JailDied, protocol.ProtocolError) as exc:
+            tail = jail.log_tail()  # before kill(), which closes the log
             jail.kill()
-            raise JailDied(f"{exc}{jail.log_tail()}") from None
+            raise JailDied(f"{exc}{tail}") from None
         self._jails.add(jail)
         return jail
 

@@ -106,14 +106,16 @@ def _call(number: int, *args: int) -> int:
 
 def drop_capabilities() -> None:
     """Give up every capability for good: the bounding and ambient sets emptied, uid 0
-    gaining none back at an exec (securebits, locked), then none effective or permitted."""
+    gaining none back at an exec (securebits, locked, where allowed), then none effective,
+    permitted or inheritable. Raises OSError when the last step fails."""
     with open("/proc/sys/kernel/cap_last_cap", "rb") as fh:
         last = int(fh.read())
     for cap in range(last + 1):
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    if libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_LOCKED, 0, 0, 0) != 0:
-        raise OSError(libc.get_errno(), "prctl(PR_SET_SECUREBITS) failed")
+    # needs CAP_SETPCAP, which a container may have dropped: no_new_privs (set in confine,
+    # before any exec) already keeps an exec from giving uid 0 its capabilities back
+    libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_LOCKED, 0, 0, 0)
     header = libc.char_array(struct.pack("=Ii", CAPABILITY_V3, 0))
     data = libc.char_array(bytes(24))  # two of {effective, permitted, inheritable}: none
     if _capset(libc.c_void_p(libc.addressof(header)), libc.c_void_p(libc.addressof(data))) != 0:

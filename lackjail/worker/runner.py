@@ -121,8 +121,13 @@ class Output:
 
     def write(self, text):
         size = len(text)
-        if self.total + size > self.cap:
-            raise Stop("limit", f"output exceeds the {self.cap}-byte limit")
+        if self.total + size > self.cap:  # keep what fits, then stop the run
+            self.parts.append(text[: self.cap - self.total])
+            self.total = self.cap
+            raise Stop(
+                "limit",
+                f"output exceeds the {self.cap}-byte limit: the output is cut at that limit",
+            )
         self.total += size
         self.parts.append(text)
         self.pending += size
@@ -325,10 +330,15 @@ def run_one(channel, msg, limits):
     if cpu_s:
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
     memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
-    out = Output(channel, limits["output_bytes"])
+    kept = _SESSION.get("globals") if msg["session"] else None
+    if kept is None:
+        out, counter = Output(channel, limits["output_bytes"]), [0]
+    else:  # the same ones, so a print or tool an earlier run stored writes to this run's
+        out, counter = _SESSION["out"], _SESSION["counter"]
+        out.__init__(channel, limits["output_bytes"])
+        counter[0] = 0
     status, value, errors = "ok", None, []
     Stop.raised.clear()
-    kept = _SESSION.get("globals") if msg["session"] else None
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
@@ -353,12 +363,11 @@ def run_one(channel, msg, limits):
             else:
                 namespace = _namespace(language)
                 if msg["session"]:
-                    _SESSION["globals"], _SESSION["names"] = namespace, set()
+                    _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
-            counter = [0]
             for name in host_tools:
                 _bind(
                     namespace, name, make_stub(channel, out, name, counter, limits["value_bytes"])
@@ -405,8 +414,9 @@ def run_one(channel, msg, limits):
     return protocol.make_result(msg["id"], status, value, errors, cpu_ms, usage.ru_maxrss)
 
 
-# A session child's globals, kept from one run to the next, and the names its runs bound
-# (as their validation found them: the next run's validator may let the program use them).
+# A session child's globals, kept from one run to the next, the names its runs bound (as their
+# validation found them: the next run's validator may let the program use them), and the
+# output and tool-call counter that every run's print and tool stubs share.
 _SESSION: dict = {}
 
 

@@ -422,8 +422,10 @@ def recover(tree: Tree, owner: Owner) -> list[str]:
     prefix = f"{info.st_dev}-{info.st_ino}-"
     restored = []
     for path in journal_dirs():
-        try:  # a journal someone else could write is never obeyed
-            folder = _private_dir(path, create=False)
+        try:  # the usual case, nothing to recover, opens nothing
+            if not any(n.startswith(prefix) for n in os.listdir(path)):
+                continue
+            folder = _private_dir(path, create=False)  # one someone else could write: not obeyed
         except OSError:
             continue
         try:

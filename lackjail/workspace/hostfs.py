@@ -160,19 +160,19 @@ class HostFile:
             os.close(fd)
 
     def open_append(self, mode: int = 0o644) -> int:
-        """A write descriptor appending to the file, created (MODE) when absent."""
+        """A write descriptor appending to the file, created (MODE, less the umask) when
+        absent."""
         flags = os.O_WRONLY | os.O_APPEND
-        while True:
+        for _ in range(8):  # someone making and removing it meanwhile: a few tries, no more
             try:
                 return self.open(flags)
             except FileNotFoundError:
                 pass
             try:
-                fd = open_at(self.folder.fd, self.name, flags | os.O_CREAT | os.O_EXCL, mode)
+                return open_at(self.folder.fd, self.name, flags | os.O_CREAT | os.O_EXCL, mode)
             except FileExistsError:
                 continue  # made meanwhile: open what is there now, as any other file
-            os.fchmod(fd, mode)  # the umask may have taken bits
-            return fd
+        raise OSError(errno.EAGAIN, "kept appearing and disappearing while it was opened")
 
     def truncate(self, size: int) -> None:
         fd = self.open(os.O_WRONLY)

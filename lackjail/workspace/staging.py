@@ -39,6 +39,8 @@ class StagingArea:
         return key
 
     def read(self, key: str) -> bytes:
+        if self._tree is None:  # nothing was staged
+            raise FileNotFoundError(key)
         fd = open_at(self._tree.fd, key, os.O_RDONLY)
         try:
             return read_fd(fd)
@@ -46,6 +48,8 @@ class StagingArea:
             os.close(fd)
 
     def discard(self, key: str) -> None:
+        if self._tree is None:
+            return
         with contextlib.suppress(FileNotFoundError):
             os.unlink(key, dir_fd=self._tree.fd)
 

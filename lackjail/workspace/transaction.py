@@ -85,7 +85,7 @@ class Workspace:
         """Stage a finished call's writes, verifying each by reading it back; all or none."""
         if not view.pending:
             return []
-        with self._lock:
+        with self._lock, self.owner.as_controller():  # the staging folder is ours (0700)
             new: dict[str, str] = {}
             try:
                 for rel, data in view.pending.items():

@@ -4,6 +4,7 @@ nothing of it seen by another session or by a plain run; a lost state said and s
 import asyncio
 import time
 
+import psutil
 import pytest
 
 from lackjail import lang
@@ -165,6 +166,11 @@ def test_the_memory_limit_bounds_the_session_as_a_whole(require_nsjail):
         assert second.status == "memory", second.errors
         alone = j.run(f"second = {big}\nlen(second)")  # a plain run has the limit to itself
         assert (alone.status, alone.value) == ("ok", 17000000), alone.errors
+        after = s.run("1")  # the process that held the state ended: said, and started clean
+        assert after.errors[0]["message"].startswith(
+            "the session's state was lost: the run before ended with 'memory'"
+        )
+        assert after.value == 1 and s.names == ()
 
 
 @pytest.mark.parametrize("level", ["landlock", "seccomp"])
@@ -194,3 +200,33 @@ def test_the_next_session_opens_without_a_jail_start_and_close_leaves_no_process
         idle = j.session()  # left open: the Jail's close ends it, and the new spare
     assert first.closed and second.closed and idle.closed
     assert wait_no_leftovers(before, timeout=10) == set()
+
+
+def test_a_print_or_tool_stored_by_an_earlier_run_serves_the_current_one(require_nsjail):
+    def echo(x: int) -> int:
+        return x
+
+    policy = _policy().replace(language="python")
+    with Jail(policy=policy, workers=1, tools=[echo]) as j, j.session() as s:
+        assert s.run("say = print\ncall = echo").status == "ok"
+        r = s.run("say('stored')\nprint('fresh')\ncall(7)")
+    assert (r.status, r.value, r.output) == ("ok", 7, "stored\nfresh\n"), r.errors
+    assert [t["tool"] for t in r.trace] == ["echo"]
+
+
+def test_a_session_whose_process_was_killed_says_so_and_starts_clean(jail):
+    with jail.session() as s:
+        assert s.run("kept = 1").status == "ok"
+        top = psutil.Process(s._jail_of_its_own.jail.pid)  # nsjail, then the zygote under it
+        zygote = next(p for p in [top, *top.children()] if p.name().startswith("python"))
+        children = zygote.children()  # the session's child (and no other: it keeps one)
+        for child in children:
+            child.kill()
+        psutil.wait_procs(children, timeout=10)  # ended between runs, not during the next
+        r = s.run("fresh = 2\nfresh")
+        assert (r.status, r.value) == ("ok", 2), r.errors
+        assert r.errors[0]["message"].startswith(
+            "the session's state was lost: its process ended between runs"
+        )
+        gone = s.run("kept")
+        assert gone.status == "invalid" and s.names == ("fresh",)

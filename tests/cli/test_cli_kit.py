@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from lackjail.cli.approve import terminal_approver
 from lackjail.cli.kit import kit
+from lackjail.errors import ToolDenied
 
 
 def run(*args):
@@ -122,7 +123,10 @@ def test_terminal_approver(monkeypatch, capsys, terminal):
     }
     assert terminal_approver(yes=True)(call) is True
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    assert terminal_approver()(call) is False  # no terminal: deny without asking
+    with pytest.raises(ToolDenied, match="no terminal to ask: pass --yes") as denied:
+        terminal_approver()(call)  # no terminal: deny without asking, saying how to approve
+    assert "or use a policy that does not require approval" in str(denied.value)
+    assert capsys.readouterr().err == ""  # and nothing was asked
     terminal("y\n")
     assert terminal_approver()(call) is True
     assert 'allow write_file("a.txt", "x")?' in capsys.readouterr().err
@@ -132,8 +136,11 @@ def test_terminal_approver(monkeypatch, capsys, terminal):
     assert terminal_approver()(call) is False
     terminal("sure\n")
     assert terminal_approver()(call) is False  # only y or yes allows
-    terminal("")
-    assert terminal_approver()(call) is False  # EOF on the terminal denies
+    terminal("")  # EOF: the terminal hung up, so it may no longer be one; denied either way
+    try:
+        assert terminal_approver()(call) is False
+    except ToolDenied as exc:
+        assert "no terminal to ask" in str(exc)
     stopped = threading.Event()
     stopped.set()
     terminal("y\n")

@@ -60,7 +60,7 @@ def test_human_output_prints_value_as_json():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "hello, world"
-    assert json.loads(lines[1]) == {"greeting": "hello, world", "words": 2, "longest": "hello,"}
+    assert json.loads(lines[1]) == {"greeting": "hello, world", "words": 2, "longest": "hello"}
 
 
 def test_stream_is_ndjson_ending_with_result():

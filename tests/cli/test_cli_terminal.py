@@ -74,8 +74,10 @@ def test_dry_run_diff_is_escaped(tmp_path):
         "run", "-", "--kit", "files", "--workspace", str(tmp_path), "--dry-run", stdin=program
     )
     assert proc.returncode == 0, proc.stderr
-    assert_inert(proc.stdout)
-    assert "+\\x1b[2K" in proc.stdout and "-TODO one" in proc.stdout
+    assert_inert(proc.stderr)
+    assert "+\\x1b[2K" in proc.stderr and "-TODO one" in proc.stderr
+    assert proc.stdout == "true\n"  # the value alone: the diff is under its heading on stderr
+    assert "dry run: nothing was written" in proc.stderr
     assert (tmp_path / "notes.txt").read_text() == "TODO one\n"  # dry run: nothing written
 
 

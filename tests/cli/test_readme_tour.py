@@ -51,6 +51,7 @@ def test_every_sh_block_runs_as_written(block, checkout):
     assert proc.returncode == 0, f"{block}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "Traceback" not in proc.stderr
     assert not (checkout / ".lackjail").exists()  # the tour leaves no state behind
+    assert not (checkout / "results.jsonl").exists()  # nor the batch's results
 
 
 def test_the_dry_run_changes_nothing(checkout):

@@ -67,3 +67,14 @@ def test_an_exact_level_runs_at_that_level_even_where_a_stronger_one_works():
     with Jail(policy="strict", workers=1, isolation="landlock") as jail:
         r = jail.run("1 + 1")
     assert (r.status, r.value, r.isolation) == ("ok", 2, "landlock")
+
+
+def test_a_level_that_fails_to_start_says_why(monkeypatch):
+    """A zygote's last words (its stderr) reach the refusal: the jail's log is read before
+    the jail is killed and its log closed."""
+    launcher = isolation.landlock_launcher
+    code = "raise PermissionError(1, 'the zygote says why')"
+    monkeypatch.setattr(isolation, "landlock_launcher", lambda args: launcher(args, code=code))
+    with pytest.raises(IsolationError) as info:
+        Jail(policy="default", workers=1, isolation="landlock")
+    assert "PermissionError: [Errno 1] the zygote says why" in str(info.value)

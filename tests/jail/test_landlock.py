@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -253,3 +254,27 @@ def test_outside_a_container_the_same_user_gets_nsjail(who, outside, require_nsj
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads(json.loads(proc.stdout)["run"]["out"])
     assert (run["status"], run["isolation"]) == ("ok", "nsjail")
+
+
+def test_root_without_cap_setpcap_still_gets_the_landlock_level(tmp_path):
+    """A container may drop CAP_SETPCAP: root's zygote cannot lock its securebits then, and
+    still drops every capability and confines itself (no_new_privs keeps them dropped)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to drop CAP_SETPCAP")
+    python = reachable()
+    code = (
+        "from lackjail.api import Jail\n"
+        "with Jail(workers=1, isolation='landlock') as jail:\n"
+        "    r = jail.run('1 + 1')\n"
+        "print(r.status, r.value, r.isolation)\n"
+    )
+    proc = subprocess.run(
+        ["setpriv", "--bounding-set=-setpcap", *python.argv(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", **python.env},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["ok", "2", "landlock"]

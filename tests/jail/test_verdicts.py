@@ -44,6 +44,13 @@ def test_wall_clock_timeout(require_nsjail):
         _after(jail)
 
 
+def test_output_past_the_cap_keeps_its_first_part_and_says_it_was_cut(tight_jail):
+    r = tight_jail.run("print('start ' + 'x' * 20000)\n1")
+    assert r.status == "limit" and "cut at that limit" in r.errors[0]["message"]
+    assert r.output == ("start " + "x" * 20000)[:10_000]
+    _after(tight_jail)
+
+
 def test_output_flood(tight_jail):
     r = tight_jail.run("for i in range(1000000):\n    print('x' * 100)")
     assert r.status == "limit" and "output" in r.errors[0]["message"]

@@ -200,7 +200,7 @@ def test_tool_that_raises(session_for):
     s = session_for("none", extra_tools=[py_tool("boom"), py_tool("bad_message")])
     out = s.call("boom", ["disk on fire"], {})
     assert not out.ok and out.verdict is None
-    assert out.error == "boom failed: ValueError: disk on fire"
+    assert out.error == "ValueError: disk on fire"  # the program reads "boom: " before it
     assert s.trace[-1]["error"] == out.error and s.trace[-1]["summary"] == "error"
     out = s.call("bad_message", [], {})
     assert not out.ok and "BadMessage" in out.error

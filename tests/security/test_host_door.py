@@ -122,6 +122,20 @@ def test_a_workspace_that_is_a_symlink_is_refused(home, user):
     assert done.exit_code == 2 and "symlink" in done.output, done.output
 
 
+def test_a_jail_without_tools_opens_no_workspace(monkeypatch):
+    """A Jail with no kit never touches a workspace, so it runs where none could be one (a
+    container's `/`); with a kit, `/` is refused when the Jail opens it, not at a run."""
+    from lackjail import api
+
+    monkeypatch.setattr(api, "Pool", ScriptedPool)
+    monkeypatch.setattr(ScriptedPool, "calls", [])
+    monkeypatch.chdir("/")
+    with api.Jail() as jail:
+        assert jail.run("1 + 1").status == "ok"
+    with pytest.raises(KitError, match="whole system"):
+        api.Jail(kit="files")
+
+
 def test_a_symlink_of_another_user_on_the_way_to_the_workspace_is_refused(home, user):
     """Not only the last component: a folder on the way that is a user's symlink could name
     any folder; only root's (or the controller's own) symlinks are followed."""

@@ -97,7 +97,9 @@ def test_batch_writes_its_results_as_before(place):
     assert done.exit_code in (0, 1), done.output
     lines = results.read_text().splitlines()
     assert [line.startswith('{"id": ') for line in lines] == [True, True]
-    assert stat.S_IMODE(os.stat(results).st_mode) == 0o644
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert stat.S_IMODE(os.stat(results).st_mode) == 0o644 & ~umask
 
 
 def test_gate_output_never_chmods_through_a_swapped_temporary_file(place, user, monkeypatch):

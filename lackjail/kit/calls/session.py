@@ -194,6 +194,8 @@ class ToolSession:
         }
         try:
             granted = self.approve(call) is True
+        except ToolDenied:  # the approver's own refusal, saying how to approve
+            raise
         except Exception as exc:
             raise ToolDenied(
                 f"{name} was not approved: the approver failed ({_describe(exc)})"
@@ -234,7 +236,7 @@ class ToolSession:
             exc = box["error"]
             if isinstance(exc, ToolCallError):
                 raise exc
-            raise ToolCallError(f"{name} failed: {_describe(exc)}")
+            raise ToolCallError(_describe(exc))  # the program reads it as "NAME: ValueError: ..."
         value = plain_copy(box["value"], f"the result of {name}", RESULT_MAX_SIZE)
         self.workspace.merge(view)
         return CallOutcome(True, value)
