@@ -70,7 +70,7 @@ def journal_dirs() -> list[str]:
     ]
 
 
-def _private_dir(path: str, create: bool = True) -> Tree:
+def private_dir(path: str, create: bool = True) -> Tree:
     """The folder PATH, opened (and with CREATE made, 0700, with its missing parents); OSError
     unless the descriptor is of a folder that only we own."""
     missing: list[str] = []
@@ -125,10 +125,10 @@ class Journal:
         folders = journal_dirs()
         for folder in folders[:-1]:
             try:
-                return _private_dir(folder)
+                return private_dir(folder)
             except OSError:
                 continue
-        return _private_dir(folders[-1])
+        return private_dir(folders[-1])
 
     def remove(self) -> None:
         if self.folder is not None:
@@ -425,7 +425,7 @@ def recover(tree: Tree, owner: Owner) -> list[str]:
         try:  # the usual case, nothing to recover, opens nothing
             if not any(n.startswith(prefix) for n in os.listdir(path)):
                 continue
-            folder = _private_dir(path, create=False)  # one someone else could write: not obeyed
+            folder = private_dir(path, create=False)  # one someone else could write: not obeyed
         except OSError:
             continue
         try:

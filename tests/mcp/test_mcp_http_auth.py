@@ -77,7 +77,7 @@ def test_a_loopback_bind_may_be_named_localhost():
 def test_the_token_file_is_made_once_private_and_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     token = load_or_create()
-    path = tmp_path / "state" / "lackjail" / "mcp-token"
+    path = tmp_path / "state" / "lackjail" / "mcp" / "token"
     info = os.stat(path)
     assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == os.geteuid()
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
@@ -135,7 +135,7 @@ def test_a_server_on_127_0_0_2_needs_the_token_and_its_own_host(tmp_path, requir
         block = json.loads(config.stdout)["mcpServers"]["lackjail"]
         assert block["url"] == f"http://{host}:{port}/mcp" and block["type"] == "http"
         auth = block["headers"]["Authorization"]
-        token = (state / "lackjail" / "mcp-token").read_text().strip()
+        token = (state / "lackjail" / "mcp" / "token").read_text().strip()
         assert auth == f"Bearer {token}"
         named = f"{host}:{port}"
         got = {
@@ -144,14 +144,14 @@ def test_a_server_on_127_0_0_2_needs_the_token_and_its_own_host(tmp_path, requir
             "rebinding": post(host, port, {"Host": "evil.example", "Authorization": auth}),
             "served": post(host, port, {"Host": named, "Authorization": auth}),
         }
-        other = as_another_user(host, port, state / "lackjail" / "mcp-token")
+        other = as_another_user(host, port, state / "lackjail" / "mcp" / "token")
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)
     assert got == {"no token": 401, "wrong token": 401, "rebinding": 421, "served": 200}
     if other is not None:  # as root: another local account can neither drive it nor read it
         assert other == "401 PermissionError", other
-    assert str(state / "lackjail" / "mcp-token") in err.splitlines()[0]
+    assert str(state / "lackjail" / "mcp" / "token") in err.splitlines()[0]
 
 
 ATTACKER = """

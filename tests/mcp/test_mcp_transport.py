@@ -135,7 +135,7 @@ def test_streamable_http_with_the_real_client(tmp_path, require_nsjail):
     proc = serve("--kit", "readonly", "--http", f"127.0.0.1:{port}", cwd=tmp_path, state=state)
     try:
         _wait_listening(port, proc)
-        token = (state / "lackjail" / "mcp-token").read_text().strip()
+        token = (state / "lackjail" / "mcp" / "token").read_text().strip()
 
         async def main():
             url = f"http://127.0.0.1:{port}/mcp"
