@@ -18,3 +18,12 @@ def require_nsjail():
     ok, why = nsjail_status()
     if not ok:
         pytest.skip(f"this host cannot run nsjail ({why}); these tests need the real jail")
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that runs the real jail (it needs `require_nsjail`, itself or through a
+    fixture) carries the `nsjail` marker, so `-m nsjail` and `-m "not nsjail"` split the suite
+    exactly; a file need not remember to mark itself."""
+    for item in items:
+        if "require_nsjail" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.nsjail)

@@ -829,6 +829,10 @@ PYTHON_SHAPES = {
         "        return kind is not None and issubclass(kind, (ValueError, ZeroDivisionError))\n"
         "c = Ctx()\nwith c as handle:\n{body4}\n    out = {last}\nhandle.log"
     ),
+    "generator": (
+        "def produce():\n{body4}\n    yield {last}\n    yield from [1, 2]\n"
+        "    return 'done'\ng = produce()\n[next(g), list(g)]"
+    ),
     "globals": (
         "import json\ntotal = 0\ndef bump(n):\n    global total\n    total += n\n"
         "    return total\n{body0}\nbump(1)\nbump(2)\n"
@@ -839,9 +843,9 @@ PYTHON_SHAPES = {
 
 @st.composite
 def python_programs(draw):
-    """A typed program inside a class's method, a decorated function, next to a dataclass,
-    inside a `with` over the program's context manager, or with an import and `global`:
-    what the python level adds, on programs whose plain-Python answer is computable."""
+    """A typed program inside a class's method, a decorated function, a generator, next to a
+    dataclass, inside a `with` over the program's context manager, or with an import and
+    `global`: what the python level adds, on programs whose plain-Python answer is known."""
     src, params = draw(programs())
     body, last = _split_last(src)
     shape = draw(st.sampled_from(sorted(PYTHON_SHAPES)))

@@ -753,6 +753,8 @@ PYTHON_NODES = EXTENDED_NODES | {
     "NamedExpr",
     "AnnAssign",
     "MatMult",
+    "Yield",
+    "YieldFrom",
 }
 # Hooks of attribute lookup, class creation, descriptors, pickling and finalisation.
 HOOKS = {
@@ -868,7 +870,9 @@ def assert_obeys_python(source):
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
             if node.id.startswith("__") and node.id.endswith("__"):
-                assert node.id == "__name__" or isinstance(node.ctx, ast.Store), node.id
+                assert node.id in ("__name__", "__all__", "__version__", "__author__") or (
+                    isinstance(node.ctx, ast.Store)
+                ), node.id
                 assert node.id not in HOOKS
             if isinstance(node.ctx, ast.Store):
                 assert node.id not in PY_TOOLS and node.id not in PARAMS

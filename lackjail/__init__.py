@@ -1,4 +1,4 @@
-"""lackjail: run agent-written lackpy programs in nsjail-confined workers.
+"""lackjail: run agent-written lackpy programs in nsjail jails.
 
 Attributes load lazily so that the worker, which the jail mounts with only
 `lang`, `protocol` and `worker`, can import `lackjail.worker` without pulling

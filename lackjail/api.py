@@ -127,7 +127,7 @@ class Jail:
 
     @property
     def workers(self) -> int:
-        """How many workers (jails) the pool keeps."""
+        """How many jails the pool keeps (`workers=`, or the policy's pool.workers)."""
         return self.pool.size
 
     def wait_ready(self, timeout: float = 10.0) -> bool:
@@ -146,8 +146,9 @@ class Jail:
         self.pool.close()
         if self._callables is not None:
             self._callables.close()
-        if self._root is not None:
-            self._root.close()
+        # The workspace's descriptor is not closed here but with the last reference to it: a
+        # tool call abandoned at its timeout may still use it, and a closed descriptor's
+        # number can come back naming anything another open gets.
 
     def check(
         self, program: Program, params: Params | Iterable[str] | None = None

@@ -35,7 +35,7 @@ def max_frame(value_bytes: int) -> int:
     return min(MAX_FRAME, value_bytes + value_bytes // 2 + (1 << 20))
 
 
-# The verdicts of a run (DESIGN.md's run contract), each with what follows from it:
+# The verdicts of a run (a Result's status: ARCHITECTURE.md), each with what follows from it:
 # (keeps_child: a reused child may serve another run after it,
 #  exit_code: 0 ok, 1 the program ran and failed, 2 rejected).
 STATUSES = {

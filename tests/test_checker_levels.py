@@ -61,3 +61,17 @@ def test_lackjail_check_names_it_for_a_library_caller():
     result = lackjail.check(DEF)
     assert "accepted with language='extended'" in result.errors[0].message
     assert lackjail.check(DEF, language="extended").valid
+
+
+def test_the_lowest_accepting_level_is_named_and_only_one_the_policy_allows():
+    program = "import json\nclass Box:\n    pass\nwhile False:\n    pass\njson.dumps(1)"
+    hints = [
+        (e.line, e.message.rpartition("; ")[2])
+        for e in Checker("default", None, audience="cli").check(program).errors
+    ]
+    assert (1, "accepted at --language python") in hints  # a facade import
+    assert (2, "accepted at --language python") in hints  # a class
+    assert (4, "accepted at --language extended") in hints  # while: extended is enough
+    strict = Checker("strict", None, audience="cli").check(program)  # no python there
+    assert not any("python" in e.message for e in strict.errors)
+    assert any(e.message.endswith("accepted at --language extended") for e in strict.errors)

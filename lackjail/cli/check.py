@@ -31,6 +31,7 @@ def check(paths, shared):
       echo 'len([1, 2])' | lackjail check - --json
     """
     from lackjail.gate.judge import ReadError, read_program
+    from lackjail.infer.sanitize import place_back, unfence
 
     chosen = setup(shared)
     limit = chosen.policy.limits.program_bytes
@@ -46,13 +47,14 @@ def check(paths, shared):
             if not shared.as_json:
                 click.echo(f"lackjail check: {error_line(error, name)}", err=True)
             continue
-        result = chosen.checker.check(source, chosen.params)
-        reports.append({"file": name, **result.to_dict()})
+        code, above = unfence(source)  # a fenced program, as `run` takes it
+        report = place_back(chosen.checker.check(code, chosen.params).to_dict(), above)
+        reports.append({"file": name, **report})
         if not shared.as_json:
-            if result.valid:
+            if report["valid"]:
                 detail(f"{verdict('ok', True, err=True)} {name}")
-            for error in result.errors:
-                click.echo(error_line(error.to_dict(), name))
+            for error in report["errors"]:
+                click.echo(error_line(error, name))
     valid = all(report["valid"] for report in reports)
     if shared.as_json:
         click.echo(json.dumps({"valid": valid, "files": reports}, indent=2))

@@ -68,8 +68,12 @@ def traceback_lines(error: dict, filename: str) -> list[str]:
     if omitted:
         lines.append(f"    ... {omitted} outer calls not shown")
     for frame in frames:
-        place = {**frame, "message": f"in {frame['function']}"}
-        lines.append("    " + format_error(place, filename))
+        if frame.get("earlier"):  # its line is in the program of an earlier session run
+            place = {"message": f"in {frame['function']}", "line": frame["line"]}
+            where = "an earlier run"
+        else:
+            place, where = {**frame, "message": f"in {frame['function']}"}, filename
+        lines.append("    " + format_error(place, where))
     return lines
 
 

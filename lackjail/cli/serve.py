@@ -93,7 +93,6 @@ def serve(shared, workers, http, allow_remote):
         from lackjail.mcptoken import token_path
 
         where += f" (requests need the bearer token in {token_path()})"
-    opening = _open_in_background(chosen, workers, where)  # while the SDK imports
     try:
         from lackjail.mcp import Served, build_server, serve_http, serve_stdio
     except ImportError as exc:
@@ -102,6 +101,7 @@ def serve(shared, workers, http, allow_remote):
         ) from None
     from lackjail.checker import Checker
 
+    opening = _open_in_background(chosen, workers, where)  # while the server starts and answers
     served = Served(
         opening,
         policy=chosen.policy,

@@ -125,7 +125,8 @@ def generate(
     elif isinstance(config, dict):
         config = InferenceConfig.from_dict(config, "inference config")
     params = tuple(params)
-    names = tuple(kit.names) if kit is not None else ()
+    # every call name: a pack's members one by one ("fs.read"), as the validator takes them
+    names = tuple(getattr(kit, "specs", None) or kit.names) if kit is not None else ()
     if check is None:
         from lackjail import lang
 

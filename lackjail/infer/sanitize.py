@@ -15,10 +15,7 @@ import re
 
 MAX_REPLY_CHARS = 256 * 1024
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(
-    r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[ \t]*\r?\n(.*?)^[ \t]*\1[ \t]*\r?$",
-    re.DOTALL | re.MULTILINE,
-)
+_OPENING = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[ \t]*\r?")  # a whole line
 _CODE_LANGS = {"", "python", "py", "python3", "lackpy"}
 # A line of prose: starts like a sentence, holds no code punctuation.
 _PROSE = re.compile(r"^\s*[A-Z][^=()\[\]{}#\"]*$")
@@ -32,7 +29,7 @@ def sanitize(reply: str) -> str:
     text = _THINK.sub("", reply[:MAX_REPLY_CHARS]).strip()
     fence = _first_fence(text)
     if fence is not None:
-        return fence.group(3).strip("\n").rstrip()
+        return fence[0].strip("\n").rstrip()
     text = _strip_unclosed_fence(text)
     if len(text) > 1 and text[0] == text[-1] == "`" and "\n" not in text:
         text = text.strip("`")
@@ -42,26 +39,45 @@ def sanitize(reply: str) -> str:
 
 
 def _first_fence(text: str):
-    """The match of TEXT's first code fence of Python (or of no language), or None."""
-    return next((m for m in _FENCE.finditer(text) if m.group(2).lower() in _CODE_LANGS), None)
+    """(code, lines above it) of TEXT's first closed code fence of Python (or of no language),
+    or None. One pass over the lines: a fence of another language is skipped whole, and an
+    unclosed one ends the search (the rest of the text is inside it)."""
+    lines = text.split("\n")  # "\r" stays at the end of a CRLF line: counted as the compiler does
+    index = 0
+    while index < len(lines):
+        opening = _OPENING.fullmatch(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        marker = opening.group(1)
+        end = next(
+            (i for i in range(index + 1, len(lines)) if lines[i].strip(" \t\r") == marker), None
+        )
+        if end is None:
+            return None
+        if opening.group(2).lower() in _CODE_LANGS:
+            return "".join(line + "\n" for line in lines[index + 1 : end]), index + 1
+        index = end + 1
+    return None
 
 
 def unfence(program):
     """PROGRAM (str or bytes) as a model often sends it, unwrapped: the code of its first
     Markdown fence (```python, ```py, ``` or ~~~, prose around it allowed), and how many lines
     of PROGRAM come before that code (add them to a line number in the code to place it in
-    PROGRAM). A program without such a fence, or one that Python parses as it is (a fence
-    inside a string), comes back whole, with 0."""
+    PROGRAM). A program without such a fence, one that Python parses as it is (a fence
+    inside a string), or one over MAX_REPLY_CHARS (what it costs is the sender's choice: the
+    validator's size cap judges it) comes back whole, with 0."""
+    if not isinstance(program, (str, bytes)) or len(program) > MAX_REPLY_CHARS:
+        return program, 0
     try:
         text = program.decode("utf-8") if isinstance(program, bytes) else program
     except UnicodeDecodeError:  # the validator says where, in what was sent
         return program, 0
-    if not isinstance(text, str) or ("```" not in text and "~~~" not in text) or _parses(text):
+    fence = _first_fence(text) if "```" in text or "~~~" in text else None
+    if fence is None or _parses(text):  # one pass over the lines first; a parse only then
         return program, 0
-    fence = _first_fence(text)
-    if fence is None:
-        return program, 0
-    return fence.group(3), text.count("\n", 0, fence.start(3))
+    return fence
 
 
 def place_back(result: dict, lines: int) -> dict:
@@ -76,8 +92,10 @@ def place_back(result: dict, lines: int) -> dict:
         if isinstance(error.get("line"), int):
             error["line"] += lines
         if error.get("traceback"):
-            error["traceback"] = [
-                {**f, "line": f["line"] + lines} if isinstance(f.get("line"), int) else f
+            error["traceback"] = [  # an earlier run's frame is on a line of that run's program
+                {**f, "line": f["line"] + lines}
+                if isinstance(f.get("line"), int) and not f.get("earlier")
+                else f
                 for f in error["traceback"]
             ]
         errors.append(error)

@@ -36,7 +36,9 @@ SUMMARIES = {
         "classes (methods, class attributes, attributes assigned on objects, inheritance from "
         "the program's classes and exception classes, `super()`, decorators such as @dataclass, "
         "@property, @staticmethod, @classmethod, and the dunder methods listed below), "
-        "decorators on functions, `with`, `global`, `nonlocal`, `del`, `:=`, annotations, "
+        "decorators on functions, generator functions (`yield`, `yield from` in a def), `with`, "
+        "`global`, `nonlocal`, `del`, `:=`, annotations "
+        "(evaluated as Python does; never under `from __future__ import annotations`), "
         "f(**mapping), rebinding a builtin, `if __name__ == '__main__':`, '_'-led attributes "
         "(self._x), and strings holding '__' (but not a dunder name such as '__class__'). "
         "Still not allowed: reading or writing a dunder attribute (but super().__init__(...) "
@@ -45,7 +47,7 @@ SUMMARIES = {
         "__init_subclass__, __set_name__, __class_getitem__, __get__, __reduce__ ...), "
         "metaclasses and class keywords, getattr/setattr/vars/dir/globals/eval/exec/open, "
         "type() with more than one argument, str.format on a string "
-        "that is not a literal, yield, async/await, match, try/except*; modules that touch "
+        "that is not a literal, async/await, match, try/except*; modules that touch "
         "files, processes, the network or code (os, sys, pathlib, subprocess, socket, "
         "importlib, inspect, ...) -- a kit tool does that. `time.sleep` counts against the "
         "wall-clock limit; `random` is seeded afresh in every run's process."
@@ -127,14 +129,15 @@ def render(data: dict) -> str:
     section(
         "Operators",
         [f"{kind}: {' '.join(ops[kind])}" for kind in ("binary", "unary", "compare", "boolean")]
-        + [f"not allowed: {' '.join(ops['forbidden'])}"],
+        + ([f"not allowed: {' '.join(ops['forbidden'])}"] if ops["forbidden"] else []),
     )
     section("Builtins", [", ".join(data["builtins"])])
     if data["exceptions"]:
         section("Exception classes", [", ".join(data["exceptions"])])
     if data.get("modules"):
         section(
-            "Modules (import X, import X as Y, from X import name)",
+            "Modules (import X, import X as Y, from X import name or *; a dotted one only "
+            "as from X.Y import name)",
             [f"{name}: {', '.join(names)}" for name, names in data["modules"].items()],
         )
     if data.get("dunder_methods"):

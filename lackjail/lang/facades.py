@@ -177,12 +177,12 @@ _NAMES = {
     ),
 }
 # module -> the names its facade holds
-FACADES = {module: tuple(names.split()) for module, names in _NAMES.items()}
+FACADES = {module: tuple(names.split()) for module, names in sorted(_NAMES.items())}
 
 # Modules a program reaches for instead of a kit tool, and what to write instead; any other
 # module not in FACADES is rejected with the list of those that are.
-_FILES = "call a kit tool: read_file, write_file, find_files (`lackjail kit list`)"
-_NETWORK = "the jail has no network: call a kit tool that fetches (`lackjail kit list`)"
+_FILES = "call a tool of the kit that reads or writes files (read_file, write_file, find_files)"
+_NETWORK = "the jail has no network: call a tool of the kit that fetches"
 _CODE = "the jail does not load or inspect code: write the code in the program"
 _PROCESS = "the jail runs no other process or thread: do the work in the program"
 INSTEAD = {

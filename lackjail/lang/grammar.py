@@ -68,7 +68,7 @@ EXTENDED_NODES = (
 )
 
 # What the python level adds to the extended level's nodes. Still rejected there:
-# yield, async/await, match, try/except*, type parameters and `type` aliases.
+# async/await, match, try/except*, type parameters and `type` aliases.
 PYTHON_NODES = (
     ast.ClassDef,
     ast.Import,
@@ -81,6 +81,8 @@ PYTHON_NODES = (
     ast.Delete,
     ast.NamedExpr,
     ast.AnnAssign,
+    ast.Yield,
+    ast.YieldFrom,
 )
 
 # Exception classes a program at the extended level may name (catch, raise,

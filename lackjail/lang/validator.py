@@ -136,10 +136,11 @@ class _Scope:
     in a function body or generator (it runs after the enclosing scope went on).
     A comprehension runs at once: it has no scope object, see `generators`.
     `loops` holds, per open loop, its waiting reads and the `finally` depth at
-    its start; `late` the reads that wait for the scope's end.
+    its start; `late` the reads that wait for the scope's end; `yields` whether
+    it is a def's body (where the python level allows `yield`).
     """
 
-    __slots__ = ("kind", "names", "loops", "late", "in_finally")
+    __slots__ = ("kind", "names", "loops", "late", "in_finally", "yields")
 
     def __init__(self, kind):
         self.kind = kind
@@ -147,6 +148,7 @@ class _Scope:
         self.loops = []
         self.late = []
         self.in_finally = 0
+        self.yields = False
 
 
 def _plain_format(node) -> bool:
@@ -170,6 +172,8 @@ def _plain_fields(text, depth=0) -> bool:
 
 
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+# A module's own data, as scripts set it: no meaning to the interpreter or the jail.
+_MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
 
 
 def _is_dunder(name) -> bool:
@@ -239,6 +243,7 @@ class _Walker:
         "current",
         "extended",
         "python",
+        "comprehending",
         "modules",
         "lazy_annotations",
         "handlers",
@@ -266,6 +271,7 @@ class _Walker:
         self.python = language == "python"
         self.lazy_annotations = False
         self.modules = {}  # name -> the facade module an import bound it to (python level)
+        self.comprehending = 0  # comprehensions open around the node being walked
         self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
         self.max_nodes = limits.max_nodes
@@ -812,7 +818,9 @@ class _Walker:
     def python_dunder(self, ident, ctx, line, col) -> bool:
         """The python level's '__' names: `__name__` read, and in a class body the dunders
         a class may define (DEFINABLE_DUNDERS). True when IDENT is one of those, handled."""
-        if ident == "__name__" and ctx is _LOAD:
+        if (ident == "__name__" and ctx is _LOAD) or ident in _MODULE_DUNDERS:
+            if ctx is _STORE:
+                self.current.names.add(ident)
             return True
         if ctx is _STORE and self.current.kind == _CLASS and ident in DEFINABLE_DUNDERS:
             self.current.names.add(ident)
@@ -988,6 +996,7 @@ class _Walker:
             return
         else:
             self.scope += 1
+            self.comprehending += 1
         names = self.current.names
         fresh = []
         for gen in generators:
@@ -1016,6 +1025,7 @@ class _Walker:
             self.pop()
         else:
             self.scope -= 1
+            self.comprehending -= 1
             names.difference_update(fresh)
 
     def v_comp(self, node, depth):  # ListComp, SetComp
@@ -1188,6 +1198,7 @@ class _Walker:
         else:
             self.bind_spelt(node.name, node, b"def", "function name")
         if self.push(_FUNCTION, node):
+            self.current.yields = True
             self.parameters(params, depth)
             self.block(node.body, depth)
             self.pop()
@@ -1326,7 +1337,7 @@ class _Walker:
             "dunder-method",
             f"a class may not define {ident!r}: the dunder methods a class may define are "
             "__init__, __repr__, __str__, comparisons, arithmetic, __len__, __iter__, "
-            "__getitem__, __enter__/__exit__ ... (`lackjail spec --language python`)",
+            "__getitem__, __enter__/__exit__ ... (the python level's spec lists them)",
             node.lineno,
             node.col_offset,
         )
@@ -1390,7 +1401,7 @@ class _Walker:
                 + (
                     ", ".join(FACADES[module])
                     if len(FACADES[module]) <= 12
-                    else "in `lackjail spec --language python`"
+                    else "in the python level's spec"
                 ),
                 line,
                 col,
@@ -1439,13 +1450,12 @@ class _Walker:
         for alias in node.names:
             self.enter(alias, depth)
             if alias.name not in allowed:
-                shown = "" if alias.name == "*" else f" has no {alias.name!r} here"
                 self.error(
                     "import-name",
-                    f"{module}{shown}: import names one by one, from {', '.join(allowed)}"
+                    f"{module} has no {alias.name!r} here; its names are {', '.join(allowed)}"
                     if len(allowed) <= 12
-                    else f"{module}{shown}: import names one by one "
-                    f"(`lackjail spec --language python` lists them)",
+                    else f"{module} has no {alias.name!r} here; the python level's spec lists "
+                    "its names",
                     alias.lineno,
                     alias.col_offset,
                 )
@@ -1453,6 +1463,16 @@ class _Walker:
                 self.bind_identifier(
                     alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
                 )
+
+    def v_yield(self, node, depth):  # Yield, YieldFrom
+        if not self.current.yields or self.comprehending:
+            self.misplaced(
+                node,
+                "'yield' is only allowed in the body of a def (not in a lambda, a "
+                "comprehension, a class body or the module)",
+            )
+        if node.value is not None:
+            self.visit(node.value, depth)
 
     def v_with(self, node, depth):
         for item in node.items:
@@ -1564,6 +1584,8 @@ _PYTHON_HANDLERS = {
     ast.Delete: _Walker.v_delete,
     ast.NamedExpr: _Walker.v_namedexpr,
     ast.AnnAssign: _Walker.v_annassign,
+    ast.Yield: _Walker.v_yield,
+    ast.YieldFrom: _Walker.v_yield,
 }
 
 _LEVEL_HANDLERS = {"lackpy": _HANDLERS, "extended": _EXTENDED_HANDLERS, "python": _PYTHON_HANDLERS}

@@ -4,17 +4,26 @@ After gunicorn's arbiter: the supervisor is the only code that spawns jails,
 watches them start, reaps them (pidfd), pings idle ones, kills stuck and
 retired ones, and brings the pool back to N with a backoff when starts fail.
 Callers only borrow a jail and give it back; `execute` does both around one
-`Run`. Glossary: see `lackjail.worker.zygote`.
+`Run`. Two things happen outside the supervisor, on purpose: the constructor
+starts the first jail (before there is a supervisor, so that a host that
+cannot isolate fails the constructor), and a borrower reads the idle jails'
+reports when none is known to have a child ready (what the supervisor would
+read, read in-line: see `_read_idle`).
+
+Every jail the pool holds has one state (`Held`), changed in one place
+(`_move`, under the pool's lock): starting -> idle <-> lent (or pinged) ->
+retired -> reaped; at close, idle and starting ones are closing. The words:
+ARCHITECTURE.md.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
 import os
 import select
 import threading
 import time
+from dataclasses import dataclass
 
 from lackjail import protocol
 from lackjail.errors import ArgumentError, HostError
@@ -37,6 +46,20 @@ SETTLE_S = 0.003
 
 class PoolError(HostError, RuntimeError):
     """The pool cannot serve: closed, full, or no jail could start."""
+
+
+STATES = ("starting", "idle", "lent", "pinged", "retired", "closing")
+
+
+@dataclass
+class Held:
+    """Where one jail stands: its state, when it got there (an order: `seq`), and what the
+    state needs (a starting jail's deadline, a lent jail's borrower thread)."""
+
+    state: str
+    seq: int
+    deadline: float = 0.0
+    borrower: int = 0
 
 
 class Pool:
@@ -63,13 +86,10 @@ class Pool:
         self.limits = policy.limits
         self.max_frame = protocol.max_frame(policy.limits.value_bytes)
         self._cond = threading.Condition()
-        self._jails: set[JailProcess] = set()  # every jail not yet reaped
-        self._starting: dict[JailProcess, float] = {}  # jail -> start deadline
-        self._idle: collections.deque[JailProcess] = collections.deque()  # oldest first
-        self._retired: list[JailProcess] = []
-        self._lent: dict[JailProcess, int] = {}  # jail -> the thread running on it
+        self._held: dict[JailProcess, Held] = {}  # every jail not yet reaped, and its state
+        self._seq = itertools.count()
         self._lent_killed = threading.Event()  # closing: the lent jails have been killed
-        self._waiters: collections.deque = collections.deque()  # (event, slot), oldest first
+        self._waiters: list = []  # (event, slot), oldest first
         self._closed = False
         self._active_at = 0.0  # the latest borrow or give-back (time.monotonic)
         self._poke_when_quiet = False  # a long run is in flight: wake the supervisor at its end
@@ -86,7 +106,8 @@ class Pool:
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
         self.cold_start_ms = (time.monotonic() - started) * 1000
-        self._idle.append(first)
+        with self._cond:
+            self._move(first, "idle")
         self._supervisor = threading.Thread(
             target=self._supervise, name="lackjail-supervisor", daemon=True
         )
@@ -95,6 +116,40 @@ class Pool:
     @property
     def isolation(self) -> str:
         return self.launcher.level if self.launcher is not None else "none"
+
+    # -- the jails' states ----------------------------------------------
+
+    def _move(self, jail: JailProcess, state: str | None, **fields) -> None:
+        """The one place a jail's state changes (lock held); None: reaped, the pool lets go of
+        it. FIELDS: the new state's (deadline, borrower)."""
+        if state is None:
+            self._held.pop(jail, None)
+            return
+        assert state in STATES, state
+        self._held[jail] = Held(state, next(self._seq), **fields)
+
+    def _in(self, state: str) -> list[JailProcess]:
+        """The jails in STATE, in the order they got there (lock held)."""
+        found = [(held.seq, jail) for jail, held in self._held.items() if held.state == state]
+        return [jail for _, jail in sorted(found, key=lambda pair: pair[0])]
+
+    def _state(self, jail: JailProcess) -> str | None:
+        held = self._held.get(jail)
+        return held.state if held is not None else None
+
+    @property
+    def _idle(self) -> list[JailProcess]:
+        """The idle jails, idle longest first."""
+        return self._in("idle")
+
+    @property
+    def _starting(self) -> dict[JailProcess, float]:
+        """The starting jails and their start deadlines."""
+        return {jail: self._held[jail].deadline for jail in self._in("starting")}
+
+    def _lent(self) -> dict[JailProcess, int]:
+        """The lent jails and the threads running on them."""
+        return {jail: self._held[jail].borrower for jail in self._in("lent")}
 
     # -- starting -------------------------------------------------------
 
@@ -145,7 +200,6 @@ class Pool:
             tail = jail.log_tail()  # before kill(), which closes the log
             jail.kill()
             raise JailDied(f"{exc}{tail}") from None
-        self._jails.add(jail)
         return jail
 
     # -- the supervisor -------------------------------------------------
@@ -163,15 +217,15 @@ class Pool:
             self._spawn(missing)
             with self._cond:
                 watched = {}
-                for jail in self._starting:
+                for jail in self._in("starting"):
                     for fd in jail.watch_fds():
                         watched[fd] = jail
                 quiet = self._quiet()
-                for jail in self._idle:
+                for jail in self._in("idle"):
                     for fd in jail.watch_fds() if quiet else [jail.pidfd]:
                         watched[fd] = jail
                 # a run in flight since SETTLE_S or more: the give-back wakes the supervisor
-                self._poke_when_quiet = bool(self._lent) and not self._active_since(SETTLE_S)
+                self._poke_when_quiet = bool(self._lent()) and not self._active_since(SETTLE_S)
                 timeout = self._next_timer()
             poller = select.poll()
             poller.register(self._wake_r, select.POLLIN)
@@ -187,9 +241,10 @@ class Pool:
             with self._cond:
                 quiet = self._quiet()  # a run may have started since the poll began
                 for jail, fds in readable.items():
-                    if jail in self._starting:
+                    state = self._state(jail)
+                    if state == "starting":
                         self._pump_starting(jail, fds)
-                    elif jail in self._idle and (quiet or jail.pidfd in fds):
+                    elif state == "idle" and (quiet or jail.pidfd in fds):
                         self._pump_idle(jail, fds if quiet else {jail.pidfd})
                 self._check_start_deadlines()
             if time.monotonic() - last_ping >= PING_EVERY_S:
@@ -203,11 +258,11 @@ class Pool:
         for the second jail's start, ~50 ms) and the lent ones (their runs end as `killed` and
         give them back), reap each one given back; then the pool holds nothing."""
         with self._cond:
-            starting = list(self._starting)
-            idle = list(self._idle) + starting
-            self._idle.clear()
-            self._starting.clear()
-            lent = [j for j in self._jails if j not in idle and j not in self._retired]
+            starting = self._in("starting")
+            idle = self._in("idle") + starting
+            for jail in idle:
+                self._move(jail, "closing")
+            lent = self._in("lent") + self._in("pinged")
         for jail in lent:
             jail.signal_kill()
         self._lent_killed.set()
@@ -217,10 +272,11 @@ class Pool:
             else:
                 jail.stop()
         with self._cond:
-            self._jails.difference_update(idle)
+            for jail in idle:
+                self._move(jail, None)
             while True:
                 self._kill_retired()
-                if not self._jails:
+                if not self._held:
                     break
                 self._cond.wait(PING_TIMEOUT_S)
             self._close_launcher()
@@ -231,7 +287,7 @@ class Pool:
 
     def _quiet(self) -> bool:
         """No run in flight, and none started or ended for SETTLE_S (lock held)."""
-        return not self._lent and not self._active_since(SETTLE_S)
+        return not self._lent() and not self._active_since(SETTLE_S)
 
     def _active_since(self, seconds: float) -> bool:
         return time.monotonic() - self._active_at < seconds
@@ -241,7 +297,7 @@ class Pool:
         times = [now + PING_EVERY_S, *self._starting.values()]
         if not self._poke_when_quiet and self._active_at + SETTLE_S > now:
             times.append(self._active_at + SETTLE_S)  # then, is the pool quiet?
-        if len(self._jails) < self.size:
+        if len(self._held) < self.size:
             times.append(self._next_start)
         return max(0.0, min(times) - now)
 
@@ -250,7 +306,7 @@ class Pool:
         held)."""
         if time.monotonic() < self._next_start:
             return 0
-        return max(0, self.size - len(self._jails))
+        return max(0, self.size - len(self._held))
 
     def _spawn(self, count: int) -> None:
         """Start COUNT jails, without the lock: creating a process waits for nsjail's exec
@@ -265,8 +321,8 @@ class Pool:
                 return
             jail.memory_mb = self.limits.memory_mb
             with self._cond:
-                self._jails.add(jail)
-                self._starting[jail] = time.monotonic() + self.policy.pool.start_timeout_s
+                deadline = time.monotonic() + self.policy.pool.start_timeout_s
+                self._move(jail, "starting", deadline=deadline)
 
     def _pump_starting(self, jail: JailProcess, readable: set[int]) -> None:
         try:
@@ -274,12 +330,10 @@ class Pool:
             if not jail.alive:
                 raise JailDied("the jail exited")
         except (JailDied, protocol.ProtocolError) as exc:
-            del self._starting[jail]
             self._failed(f"{exc}{jail.log_tail()}")
-            self._retire(jail, str(exc))
+            self._retire(jail)
             return
         if jail.ready_count():
-            del self._starting[jail]
             self._backoff = 0.05
             self._offer(jail)
 
@@ -292,18 +346,16 @@ class Pool:
             jail.pump(readable)
             if not jail.alive:
                 raise JailDied("the jail exited while idle")
-        except (JailDied, protocol.ProtocolError, OSError) as exc:
-            self._idle.remove(jail)
-            self._retire(jail, str(exc))
+        except (JailDied, protocol.ProtocolError, OSError):
+            self._retire(jail)
 
     def _check_start_deadlines(self) -> None:
         now = time.monotonic()
-        for jail, deadline in list(self._starting.items()):
+        for jail, deadline in self._starting.items():
             if now >= deadline:
-                del self._starting[jail]
                 why = f"the jail was not ready within {self.policy.pool.start_timeout_s:g} s"
                 self._failed(f"{why}{jail.log_tail()}")
-                self._retire(jail, why)
+                self._retire(jail)
 
     def _failed(self, why: str) -> None:
         """A start failed: remember why, and wait longer before the next one."""
@@ -311,15 +363,15 @@ class Pool:
         self._next_start = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, 2.0)
 
-    def _retire(self, jail: JailProcess, why: str = "") -> None:
-        self._retired.append(jail)
+    def _retire(self, jail: JailProcess) -> None:
+        """Retire JAIL (lock held): the supervisor kills and reaps it."""
+        self._move(jail, "retired")
         self._wake()
 
     def _kill_retired(self) -> None:
-        for jail in self._retired:
+        for jail in self._in("retired"):
             jail.kill()
-            self._jails.discard(jail)
-        self._retired = []
+            self._move(jail, None)
 
     def _wake(self) -> None:
         """Wake the supervisor from its poll (lock held: the pipe closes under it)."""
@@ -335,9 +387,9 @@ class Pool:
         that do not answer within PING_TIMEOUT_S. Returns how many answered."""
         now = time.monotonic()
         with self._cond:
-            jails = [j for j in self._idle if now - j.last_used >= idle_for]
+            jails = [j for j in self._in("idle") if now - j.last_used >= idle_for]
             for jail in jails:
-                self._idle.remove(jail)
+                self._move(jail, "pinged")
         answered = 0
         for jail in jails:
             ok = jail.answers_ping(time.monotonic() + PING_TIMEOUT_S)
@@ -355,13 +407,14 @@ class Pool:
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
-            if len(self._idle) > 1 and not self._waiters:
-                if not any(j.ready_count() for j in self._idle):
+            idle = self._in("idle")
+            if len(idle) > 1 and not self._waiters:
+                if not any(j.ready_count() for j in idle):
                     self._read_idle()
-            if self._idle and not self._waiters:
+                    idle = self._in("idle")
+            if idle and not self._waiters:
                 # ties go to the jail used last: its child and memory are still in the caches
-                jail = max(reversed(self._idle), key=JailProcess.ready_count)
-                self._idle.remove(jail)
+                jail = max(reversed(idle), key=JailProcess.ready_count)
                 return self._lend(jail)
             if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(
@@ -385,7 +438,7 @@ class Pool:
         forking while another has a spare ready whose report nobody has read, and lending
         the one used last made the run wait for a fork (~1 in 3 back-to-back runs, ~5 ms
         each). One poll over all of them; only jails with something to read are read."""
-        watched = {fd: jail for jail in self._idle for fd in jail.watch_fds()}
+        watched = {fd: jail for jail in self._in("idle") for fd in jail.watch_fds()}
         poller = select.poll()
         for fd in watched:
             poller.register(fd, select.POLLIN)
@@ -397,24 +450,25 @@ class Pool:
 
     def _lend(self, jail: JailProcess) -> JailProcess:
         self._active_at = time.monotonic()
-        self._lent[jail] = threading.get_ident()
+        self._move(jail, "lent", borrower=threading.get_ident())
         return jail
 
     def _offer(self, jail: JailProcess) -> None:
-        """Hand a free jail to the longest waiting caller, or keep it idle (lock held)."""
+        """Hand a free jail to the longest waiting caller (lent to it, which names itself
+        when it wakes), or keep it idle (lock held)."""
         if self._waiters:
-            ready, slot = self._waiters.popleft()
+            ready, slot = self._waiters.pop(0)
+            self._move(jail, "lent")
             slot.append(jail)
             ready.set()
         else:
-            self._idle.append(jail)
+            self._move(jail, "idle")
         self._cond.notify_all()
 
     def _give_back(self, jail: JailProcess, retire: bool) -> None:
         with self._cond:
-            self._lent.pop(jail, None)
             if self._closed:
-                self._retired.append(jail)  # the supervisor's shutdown reaps it
+                self._move(jail, "retired")  # the supervisor's shutdown reaps it
                 self._cond.notify_all()
             elif retire or jail.runs >= self.policy.pool.recycle_after or not jail.alive:
                 self._retire(jail)
@@ -422,7 +476,7 @@ class Pool:
                 jail.last_used = time.monotonic()
                 self._offer(jail)
             self._active_at = time.monotonic()
-            if self._poke_when_quiet and not self._lent:
+            if self._poke_when_quiet and not self._lent():
                 self._poke_when_quiet = False
                 self._wake()
 
@@ -499,7 +553,7 @@ class Pool:
         """Block until every jail is started and idle (used by benchmarks and tests)."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while len(self._idle) < self.size:
+            while len(self._in("idle")) < self.size:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -508,7 +562,7 @@ class Pool:
 
     def pids(self) -> list[int]:
         with self._cond:
-            return [j.pid for j in self._jails if j.alive]
+            return [j.pid for j in self._held if j.alive]
 
     def close(self) -> None:
         """Stop every jail; runs in progress end as `killed`. When it returns no process is
@@ -521,7 +575,7 @@ class Pool:
                 ready.set()
             self._cond.notify_all()
             self._wake()
-            mine = threading.get_ident() in self._lent.values()
+            mine = threading.get_ident() in self._lent().values()
             session_jails = self._session_jails
         if session_jails is not None:  # the spare (sessions end their own jails)
             session_jails.close()

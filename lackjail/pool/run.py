@@ -27,7 +27,7 @@ RUN_FRAMES = ("output", "call", "result")
 OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
 MAX_ERRORS = 1000
 ERROR_KEYS = ("message", "line", "col", "traceback", "traceback_omitted")
-FRAME_KEYS = ({"function", "line"}, {"function", "line", "col"})  # required, allowed
+FRAME_KEYS = ({"function", "line"}, {"function", "line", "col", "earlier"})  # required, allowed
 
 
 @dataclass(frozen=True)
@@ -302,7 +302,8 @@ def _spin(poller, spin_s: float = protocol.SPIN_S):
 
 def _errors_ok(errors) -> bool:
     """Each error from the jail is {message: str[, line: int, col: int][, traceback: frames,
-    traceback_omitted: int]}, each frame {function: str, line: int[, col: int]}, all capped."""
+    traceback_omitted: int]}, each frame {function: str, line: int[, col: int][, earlier:
+    true]}, all capped."""
     if len(errors) > MAX_ERRORS:
         return False
     for e in errors:
@@ -327,5 +328,7 @@ def _frames_ok(frames) -> bool:
         if type(name) is not str or len(name) > protocol.MAX_FUNCTION:
             return False
         if any(type(frame[k]) is not int for k in ("line", "col") if k in frame):
+            return False
+        if "earlier" in frame and frame["earlier"] is not True:
             return False
     return True

@@ -1,5 +1,5 @@
 """The child's own confinement, applied after fork and before any program runs:
-rlimits, then a seccomp filter (layer (d) of DESIGN.md's defence in depth).
+rlimits, then a seccomp filter (layer (d) of the defence in depth: ARCHITECTURE.md).
 
 The filter arrives as compiled BPF in the zygote's configuration (built on the
 host by lackjail/pool/syscall_filter.py); the zygote prepares the prctl

@@ -15,6 +15,7 @@ out no metaclass (a metaclass called with three arguments makes any class).
 """
 
 import builtins
+import os
 import sys
 
 from lackjail.lang.facades import FACADES
@@ -88,7 +89,15 @@ def _wrappers(modules):
 
 def _warm(modules):
     """First calls that load or read something once (and must not in a child): strptime's
-    locale tables, the local time zone, OpenSSL's digests, decimal's context."""
+    locale tables, the local time zone, OpenSSL's digests, decimal's context.
+
+    The jail has no /etc/localtime: its zone is UTC. With TZ unset, glibc's mktime looks
+    for that file again at every call (an open the child's filter kills); TZ=UTC names
+    the same zone, parsed once, here."""
+    if not os.environ.get("TZ"):
+        os.environ["TZ"] = "UTC"
+        modules["time"].tzset()
+    modules["time"].mktime(modules["time"].localtime())
     modules["time"].strptime("2024-01-02", "%Y-%m-%d")
     modules["datetime"].datetime.strptime("2024", "%Y")
     modules["time"].localtime()

@@ -19,6 +19,7 @@ from lackjail import lang, plain, protocol
 from lackjail.worker import facades
 
 SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
+CodeType = type(compile("", "", "exec"))  # types.CodeType, likewise
 ModuleType = type(sys)
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
@@ -29,22 +30,25 @@ _CODES: dict = {}  # source text -> its code, latest last
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
+_STOPS: list = []  # this run's verdicts, (status, message), first first (run_one empties it)
+
+
 class Stop(BaseException):
     """Ends the run with a verdict (limit, denied, ...); programs cannot catch it.
 
     `except Exception` does not catch a BaseException and the validator rejects
-    a bare or BaseException `except`; a `finally` block could still replace it
-    with another exception, so the first Stop of a run is also kept in
-    `Stop.raised` and stays the run's verdict, and no tool runs after it.
+    a bare or BaseException `except`; but a `finally` block could replace it with
+    another exception, and a context manager's `__exit__` receives it (and may
+    suppress it or change it). So the first verdict of a run is also kept in
+    _STOPS, a list of this module's that no program reaches, and stays the run's
+    verdict, and no tool runs after it.
     """
-
-    raised: list = []  # this run's stops, first first (run_one empties it)
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
-        Stop.raised.append(self)
+        _STOPS.append((status, message))
 
 
 class _Invalid(Exception):
@@ -184,8 +188,8 @@ def wire_args(args, kwargs, max_size):
 
 def make_stub(channel, out, name, counter, budget):
     def stub(*args, **kwargs):
-        if Stop.raised:  # the run has its verdict: nothing more reaches the controller
-            raise Stop.raised[0]
+        if _STOPS:  # the run has its verdict: nothing more reaches the controller
+            raise Stop(*_STOPS[0])
         out.flush()
         counter[0] += 1
         seq = counter[0]
@@ -224,40 +228,59 @@ def _jail_tool(module, function):
     return getattr(mod, function)
 
 
-def _program_frames(exc, source):
+def _program_frames(exc, source, code):
     """The program's call chain in EXC's traceback, outermost first, as plain data:
-    {function, line, col} for each frame of the program's own code (never one of
-    lackjail's). COL is 1-based and counts characters of SOURCE (the compiler's offsets
-    count UTF-8 bytes); of a chain deeper than MAX_FRAMES (a runaway recursion), the
-    innermost MAX_FRAMES, and how many outer ones were left out."""
+    {function, line, col} for each frame of a program's own code (never one of lackjail's).
+    COL is 1-based and counts characters of SOURCE (the compiler's offsets count UTF-8
+    bytes). A frame of code an earlier run of the session compiled (not within CODE, this
+    run's) is marked `earlier`, with its line in that run's program and no column. Of a chain
+    deeper than MAX_FRAMES (a runaway recursion), the innermost MAX_FRAMES, and how many outer
+    ones were left out."""
+    ours = _code_tree(code) if code is not None else None
     frames = []
     tb = exc.__traceback__
     while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename == FILENAME:
+        frame_code = tb.tb_frame.f_code
+        if frame_code.co_filename == FILENAME and tb.tb_lineno is not None:
+            earlier = ours is not None and frame_code not in ours
             col = None
-            for index, pos in enumerate(code.co_positions()):
+            for index, pos in enumerate(frame_code.co_positions()):
                 if index == tb.tb_lasti // 2:
                     col = pos[2]
                     break
-            frames.append([code.co_name, tb.tb_lineno, col])
+            name = frame_code.co_name[: protocol.MAX_FUNCTION]  # the host refuses longer
+            frames.append([name, tb.tb_lineno, None if earlier else col, earlier])
         tb = tb.tb_next
     omitted = max(0, len(frames) - MAX_FRAMES)
     frames = frames[omitted:]
     lines = None
     for frame in frames:
         line, col = frame[1], frame[2]
-        if col is not None and line is not None:
+        if col is not None:
             if lines is None:  # \n, \r, \r\n only, as the compiler counts lines
                 lines = lang.decode_source(source).encode("utf-8").splitlines()
             if 0 < line <= len(lines):
                 col = len(lines[line - 1][:col].decode("utf-8", "replace"))
             frame[2] = col + 1
     return [
-        {"function": f, "line": n, **({"col": c} if c is not None else {})}
-        for f, n, c in frames
-        if n is not None
+        {
+            "function": name,
+            "line": line,
+            **({"col": col} if col is not None else {}),
+            **({"earlier": True} if earlier else {}),
+        }
+        for name, line, col, earlier in frames
     ], omitted
+
+
+def _code_tree(code):
+    """CODE and every code object compiled inside it (functions, classes, lambdas ...)."""
+    found, todo = set(), [code]
+    while todo:
+        item = todo.pop()
+        found.add(item)
+        todo.extend(c for c in item.co_consts if type(c) is CodeType and c not in found)
+    return found
 
 
 def _describe(exc):
@@ -268,13 +291,15 @@ def _describe(exc):
         return f"{type(exc).__name__}: (its message could not be made into text)"
 
 
-def _runtime_error(message, exc, source):
-    """The error of a run the program's code ended: MESSAGE at the innermost program
-    frame, with the program's traceback (outermost first)."""
-    frames, omitted = _program_frames(exc, source)
+def _runtime_error(message, exc, source, code):
+    """The error of a run the program's code ended: MESSAGE at the innermost frame of this
+    run's program, with the traceback (outermost first)."""
+    frames, omitted = _program_frames(exc, source, code)
     error = {"message": message[:MAX_MESSAGE]}
+    here = [f for f in frames if not f.get("earlier")]
+    if here:
+        error["line"], error["col"] = here[-1]["line"], here[-1].get("col")
     if frames:
-        error["line"], error["col"] = frames[-1]["line"], frames[-1].get("col")
         error["traceback"] = frames
         if omitted:
             error["traceback_omitted"] = omitted
@@ -331,6 +356,7 @@ def run_one(channel, msg, limits):
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
     memory_mb = _tighter(limits["memory_mb"], msg["memory_mb"])  # the zygote set it (prlimit)
     kept = _SESSION.get("globals") if msg["session"] else None
+    code = None  # this run's, once compiled
     if kept is None:
         out, counter = Output(channel, limits["output_bytes"]), [0]
     else:  # the same ones, so a print or tool an earlier run stored writes to this run's
@@ -338,7 +364,7 @@ def run_one(channel, msg, limits):
         out.__init__(channel, limits["output_bytes"])
         counter[0] = 0
     status, value, errors = "ok", None, []
-    Stop.raised.clear()
+    _STOPS.clear()
     try:
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
@@ -387,21 +413,20 @@ def run_one(channel, msg, limits):
             "invalid",
             [{"message": str(message)[:MAX_MESSAGE], "line": line, "col": col}],
         )
-    except Stop as stop:
-        status, value = stop.status, None
-        errors = [{"message": str(stop.message)[:MAX_MESSAGE]}]
+    except Stop:
+        pass  # its verdict is in _STOPS (below)
     except MemoryError:
         status, value = "memory", None
         errors = [{"message": f"memory limit of {memory_mb} MB exceeded"}]
     except ToolError as exc:
         status, value = "error", None
-        errors = [_runtime_error(str(exc), exc, msg["src"])]
+        errors = [_runtime_error(str(exc), exc, msg["src"], code)]
     except Exception as exc:
         status, value = "error", None
-        errors = [_runtime_error(_describe(exc), exc, msg["src"])]
-    if Stop.raised:  # whatever the program did after it (a finally block), the stop holds
-        held = Stop.raised[0]
-        status, value, errors = held.status, None, [{"message": str(held.message)[:MAX_MESSAGE]}]
+        errors = [_runtime_error(_describe(exc), exc, msg["src"], code)]
+    if _STOPS:  # whatever the program did after it (finally, __exit__), the stop holds
+        held, message = _STOPS[0]
+        status, value, errors = held, None, [{"message": str(message)[:MAX_MESSAGE]}]
     if status != "ok":
         try:
             out.flush()

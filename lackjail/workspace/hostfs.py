@@ -110,10 +110,10 @@ def write_whole(
 def explain(exc: OSError) -> str:
     """What an OSError from this module means for a host file, in words."""
     if exc.errno == errno.ELOOP:
-        text = exc.strerror or ""
-        return text if "symlink" in text and text != "is a symlink" else (
-            "is a symlink; lackjail never follows one here, pass the real file"
-        )  # fmt: skip
+        walked = exc.strerror or ""  # open_host_dir names the symlink it refused
+        if "/" in walked:
+            return walked
+        return "is a symlink; lackjail never follows one here, pass the real file"
     if exc.errno == errno.ENXIO:
         return "is not a regular file (a FIFO, device or socket); lackjail never opens one"
     if exc.errno == errno.EISDIR:
@@ -165,7 +165,7 @@ class HostFile:
         flags = os.O_WRONLY | os.O_APPEND
         for _ in range(8):  # someone making and removing it meanwhile: a few tries, no more
             try:
-                return self.open(flags)
+                return self._open_to_change(flags)
             except FileNotFoundError:
                 pass
             try:
@@ -175,11 +175,21 @@ class HostFile:
         raise OSError(errno.EAGAIN, "kept appearing and disappearing while it was opened")
 
     def truncate(self, size: int) -> None:
-        fd = self.open(os.O_WRONLY)
+        fd = self._open_to_change(os.O_WRONLY)
         try:
             os.ftruncate(fd, size)
         finally:
             os.close(fd)
+
+    def _open_to_change(self, flags: int) -> int:
+        """The file opened to be changed in place; refused (EMLINK) when it has other names: a
+        hard link a user made to a file of root's (where protected_hardlinks is off) would
+        have root change that file."""
+        fd = self.open(flags)
+        if os.fstat(fd).st_nlink != 1:
+            os.close(fd)
+            raise OSError(errno.EMLINK, "has other hard links; lackjail never changes one")
+        return fd
 
     def replace(self, data: bytes, replace: bool = True, mode: int = 0o644) -> None:
         """Write the file whole or not at all (see `write_whole`)."""
@@ -228,7 +238,7 @@ class Root:
         try:
             self.tree = Tree(text)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            if exc.errno in (errno.ELOOP, errno.EACCES, errno.EPERM):
                 message = f"workspace {show(text)}: {exc.strerror} (--workspace DIR)"
                 raise KitError(message) from None
             raise KitError(

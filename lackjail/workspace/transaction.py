@@ -42,8 +42,7 @@ class Workspace:
     def __init__(
         self, root=None, staging: StagingArea | None = None, protection: Protection | None = None
     ):
-        self._owns_root = not isinstance(root, Root)
-        self.root_dir = Root(root) if self._owns_root else root
+        self.root_dir = root if isinstance(root, Root) else Root(root)
         self.root = self.root_dir.path
         self.tree = self.root_dir.tree
         self.owner = self.root_dir.owner
@@ -164,9 +163,10 @@ class Workspace:
             self.staging.close()
 
     def close(self) -> None:
+        """Drop the staged writes. The workspace's descriptor is closed with the last reference
+        to it, never here: a tool call abandoned at its timeout may still be using it, and a
+        closed descriptor's number can be reused by any other open."""
         self.rollback()
-        if self._owns_root:
-            self.root_dir.close()
 
 
 class WorkspaceView:

@@ -133,3 +133,11 @@ def test_spec_describes_the_level_asked_for():
     assert python.exit_code == 0 and python.output.startswith("python ")
     assert "json: JSONDecodeError" in python.output
     assert run(spec, ["--language", "cobol"]).exit_code == 2
+
+
+def test_a_fenced_program_is_checked_as_run_would_with_the_sent_lines():
+    fenced = "Try this:\n```python\nx = 1\nimport os\n```\n"
+    text = run(check, ["-"], fenced)
+    assert text.exit_code == 2
+    assert text.stdout.startswith("<stdin>:4:1: 'import' is not allowed")
+    assert run(check, ["-"], "```\nx = 1\n```\n").exit_code == 0

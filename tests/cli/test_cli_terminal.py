@@ -1,5 +1,5 @@
 """Program- and workspace-chosen text never drives the terminal: every human output path escapes
-control and format characters (issue 12, item 13). --json output stays exact JSON."""
+control and format characters. --json output stays exact JSON."""
 
 import json
 

@@ -89,14 +89,33 @@ def test_place_back_moves_errors_and_traceback_lines():
                 "message": "boom",
                 "line": 2,
                 "col": 5,
-                "traceback": [{"function": "<module>", "line": 4}, {"function": "f", "line": 2}],
+                "traceback": [
+                    {"function": "<module>", "line": 4},
+                    {"function": "f", "line": 2},
+                    {"function": "g", "line": 8, "earlier": True},  # another program's line
+                ],
             },
             {"message": "no place"},
         ],
     }
     moved = place_back(result, 3)
     assert moved["errors"][0]["line"] == 5 and moved["errors"][0]["col"] == 5
-    assert [f["line"] for f in moved["errors"][0]["traceback"]] == [7, 5]
+    assert [f["line"] for f in moved["errors"][0]["traceback"]] == [7, 5, 8]
     assert moved["errors"][1] == {"message": "no place"}
     assert result["errors"][0]["line"] == 2  # the original is left as it was
     assert place_back(result, 0) is result
+
+
+def test_unfence_costs_one_pass_however_the_fences_are_laid():
+    """Openings that never close, one per length, and a text over the cap: each a quick no."""
+    import time
+
+    from lackjail.infer.sanitize import MAX_REPLY_CHARS, unfence
+
+    rising = "\n".join("`" * k + "x" for k in range(3, 700))
+    many = "```x\n```\n" * 25_000
+    huge = "```python\n" + "x = 1\n" * (MAX_REPLY_CHARS // 6) + "```\n"
+    for text in (rising, many, huge):
+        started = time.perf_counter()
+        assert unfence(text) == (text, 0)
+        assert time.perf_counter() - started < 2  # a regex over the whole text took ~5 s

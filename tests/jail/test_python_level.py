@@ -29,11 +29,19 @@ def test_what_the_modules_ask_of_the_kernel_works(jail):
         "t = time.monotonic()\ntime.sleep(0.02)\n"
         "[len(str(uuid.uuid4())), len(secrets.token_hex(8)), time.monotonic() - t >= 0.015,\n"
         " datetime.datetime.strptime('2024-02-29', '%Y-%m-%d').day, time.localtime(0).tm_year,\n"
-        " hashlib.new('sha3_256', b'x').hexdigest()[:6]]"
+        " hashlib.new('sha3_256', b'x').hexdigest()[:6], time.mktime(time.localtime(0))]"
     )
     assert (r.status, r.value) == (
         "ok",
-        [36, 16, True, 29, 1970, hashlib.new("sha3_256", b"x").hexdigest()[:6]],
+        [
+            36,
+            16,
+            True,
+            29,
+            1970,
+            hashlib.new("sha3_256", b"x").hexdigest()[:6],
+            0.0,
+        ],
     ), r.errors
 
 
@@ -68,3 +76,31 @@ def test_a_reused_child_serves_one_python_program(require_nsjail):
         second = jail.run("import json\njson.dumps([1, 2])")
         assert first.value == "[1; 2]" and second.value == "[1, 2]", (first, second)
         assert first.mode == "reuse"
+
+
+def test_a_stop_that_reaches_exit_stays_the_runs_verdict(require_nsjail):
+    """`__exit__` receives whatever ends its block, the runner's stop verdict too: a program
+    that suppresses it, rewrites it and clears the class's record must not end `ok`."""
+    from lackjail.policy import load_policy
+
+    policy = load_policy("default")
+    policy = policy.replace(limits=policy.limits.__class__(output_bytes=1000))
+    program = (
+        "class Swallow:\n"
+        "    def __enter__(self):\n"
+        "        return self\n"
+        "    def __exit__(self, kind, stop, tb):\n"
+        "        stop.status, stop.message = 'ok', 'nothing happened'\n"
+        "        try:\n"
+        "            kind.raised.clear()\n"
+        "        except AttributeError:\n"
+        "            pass\n"
+        "        return True\n"
+        "with Swallow():\n"
+        "    print('x' * 5000)\n"
+        "'done'"
+    )
+    with Jail(policy=policy, workers=1, language="python") as jail:
+        r = jail.run(program)
+        assert r.status == "limit", r
+        assert "output exceeds" in r.errors[0]["message"]

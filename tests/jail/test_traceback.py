@@ -67,16 +67,42 @@ def test_runaway_recursion_keeps_the_innermost_frames(extended):
 
 
 @pytest.mark.nsjail
+def test_a_long_function_name_is_cut_not_a_broken_result(extended):
+    name = "f" * (MAX_FUNCTION + 50)
+    r = extended.run(f"def {name}():\n    return 1 / 0\n\n{name}()")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert r.errors[0]["traceback"][1]["function"] == "f" * MAX_FUNCTION
+
+
+@pytest.mark.nsjail
 def test_an_error_at_top_level_has_a_one_frame_chain(extended):
     r = extended.run("x = 1\ny = x / 0")
     assert frames(r) == [("<module>", 2, 5)]
+
+
+@pytest.mark.nsjail
+def test_a_frame_of_an_earlier_session_run_says_so(extended):
+    """Its line is in the program that defined it: marked, never placed in this one."""
+    with extended.session() as session:
+        assert session.run("def helper(x):\n    y = 1\n    return 10 // x").ok
+        r = session.run("z = 0\n\nhelper(z)")
+    assert r.status == "error" and "ZeroDivisionError" in r.errors[0]["message"]
+    assert r.errors[0]["traceback"] == [
+        {"function": "<module>", "line": 3, "col": 1},
+        {"function": "helper", "line": 3, "earlier": True},
+    ]
+    assert (r.errors[0]["line"], r.errors[0]["col"]) == (3, 1)  # the call in this run
 
 
 def error(**extra):
     return [{"message": "boom", "line": 1, "col": 1, **extra}]
 
 
-GOOD = [{"function": "f", "line": 2, "col": 3}, {"function": "g", "line": 4}]
+GOOD = [
+    {"function": "f", "line": 2, "col": 3},
+    {"function": "g", "line": 4},
+    {"function": "h", "line": 9, "earlier": True},
+]
 
 
 @pytest.mark.parametrize(
@@ -92,6 +118,7 @@ GOOD = [{"function": "f", "line": 2, "col": 3}, {"function": "g", "line": 4}]
         error(traceback=[{"function": "f", "line": 2}] * (MAX_FRAMES + 1)),
         error(traceback=GOOD, traceback_omitted="many"),
         error(traceback=[["f", 2, 3]]),
+        error(traceback=[{"function": "f", "line": 2, "earlier": False}]),
     ],
 )
 def test_the_host_refuses_a_malformed_traceback(bad):
@@ -122,3 +149,21 @@ def test_a_hostile_jail_s_traceback_fails_only_that_run(tmp_path, errors, status
 def test_the_host_takes_a_well_formed_traceback():
     assert _errors_ok(error(traceback=GOOD, traceback_omitted=3))
     assert _errors_ok(error(traceback=[]))
+
+
+@pytest.mark.nsjail
+def test_python_level_methods_and_no_frame_of_a_facade(require_nsjail):
+    program = (
+        "import json\n"
+        "class Account:\n"
+        "    def __init__(self, balance):\n"
+        "        self.balance = balance\n"
+        "    def load(self, text):\n"
+        "        return json.loads(text)\n"
+        "\n"
+        "Account(1).load('{bad')\n"
+    )
+    with Jail(workers=1, language="python") as jail:
+        r = jail.run(program)
+    assert r.status == "error" and "JSONDecodeError" in r.errors[0]["message"]
+    assert frames(r) == [("<module>", 8, 1), ("load", 6, 16)]  # json's own frames are not ours

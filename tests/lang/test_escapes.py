@@ -70,7 +70,7 @@ def test_getattr_type_vars_and_friends(source, rule):
 
 
 def test_format_string_built_at_run_time():
-    # The exploit: every piece passes the AST rules except the `.format` attribute.
+    # The reported exploit: every piece passes the AST rules except the `.format` attribute.
     assert rules_of("u = '_' * 2\n('{0.' + u + 'globals' + u + '}').format(read_file)") == {
         "format-attribute"
     }

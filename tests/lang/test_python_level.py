@@ -68,6 +68,9 @@ ACCEPTED = [
     "from collections.abc import Iterable, Mapping\nx = isinstance([], Iterable)",
     "print('x', end='', flush=True)",
     "from math import *\nx = sqrt(pi)",
+    "__all__ = ['f']\n__version__ = '1.0'\nv = __version__",
+    "def count(n):\n    i = 0\n    while i < n:\n        got = yield i\n        i += 1\n"
+    "    return i\ndef both():\n    yield from count(2)\nx = list(both())",
     'class A:\n    """Implements __eq__ and __hash__ for __main__."""\n    pass',
     "from urllib.parse import urlparse, quote\nx = urlparse('http://a/b').path",
     "import struct, zlib, secrets, html, shlex, calendar, numbers, queue, contextlib\n"
@@ -146,7 +149,11 @@ REJECTED = [
     ("x = '{0.real}'.format(1)", "format-attribute"),
     ("x = 'a'.format_map({})", "format-attribute"),
     ("try:\n    x = 1\nexcept:\n    x = 2", "except-class"),
-    ("def f():\n    yield 1", "forbidden-node"),
+    ("x = (yield 1)", "misplaced-statement"),
+    ("f = lambda: (yield)", "misplaced-statement"),
+    ("def f():\n    return [(yield x) for x in [1]]", "misplaced-statement"),
+    ("class A:\n    yield 1", "misplaced-statement"),
+    ("def g():\n    x = yield\n    g.gi_frame", "internal-attribute"),
     ("async def f():\n    pass", "forbidden-node"),
     ("match 1:\n    case 1:\n        pass", "forbidden-node"),
     ("__name__ = 'x'", "dunder-name"),

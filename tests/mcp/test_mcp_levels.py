@@ -42,6 +42,32 @@ def test_language_fence_and_hints(tmp_path, require_nsjail):
         fenced = payload(await client.call_tool("check_program", {"program": f"```\n{DEF}\n```"}))
         assert not fenced["valid"] and fenced["errors"][0]["line"] == 2
 
+        opened = payload(
+            await client.call_tool(
+                "run_program",
+                {
+                    "program": "def twice(x):\n    return 2 * x",
+                    "session": "s1",
+                    "language": "extended",
+                },
+            )
+        )
+        assert opened["status"] == "ok" and opened["session_new"]
+        again = payload(
+            await client.call_tool("run_program", {"program": "twice(21)", "session": "s1"})
+        )
+        assert (again["status"], again["value"]) == ("ok", 42)  # the session keeps its level
+        checked = payload(
+            await client.call_tool(
+                "check_program", {"program": "while False:\n    pass\ntwice(1)", "session": "s1"}
+            )
+        )
+        assert checked["valid"] is True  # checked at the session's level, with its names
+        other = await client.call_tool(
+            "run_program", {"program": "1", "session": "s1", "language": "lackpy"}
+        )
+        assert other.is_error and "runs at language 'extended'" in other.content[0].text
+
         refused = await client.call_tool("run_program", {"program": "1", "language": "python"})
         assert refused.is_error
         text = refused.content[0].text

@@ -1,7 +1,7 @@
 """Load through the library API: many concurrent callers, every result checked against its own
 program.
 
-The issue's full figure (10,000 programs from 32 callers) is `lackjail bench --load`; CI runs a
+The full load (10,000 programs from 32 callers) is `lackjail bench --load`; CI runs a
 smaller load in both modes and checks the benchmark's own load path end to end.
 """
 

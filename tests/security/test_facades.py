@@ -5,7 +5,9 @@ builtins namespace."""
 
 import builtins
 import io
+import os
 import sys
+import time
 import types
 
 import pytest
@@ -18,7 +20,10 @@ MODULE_ATTRIBUTES = {"__name__", "__doc__", "__package__", "__loader__", "__spec
 
 @pytest.fixture(scope="module")
 def modules():
-    return facades.load()
+    with pytest.MonkeyPatch.context() as patch:  # load() names the zone, as in the jail
+        patch.setenv("TZ", os.environ.get("TZ", ""))
+        yield facades.load()
+    time.tzset()
 
 
 def test_each_facade_holds_exactly_its_names(modules):
@@ -152,6 +157,18 @@ def _instances(m):
         m["itertools"].groupby([1]),
         m["itertools"].tee([1])[0],
         m["operator"].itemgetter(1),
+        m["queue"].Queue(),
+        m["queue"].PriorityQueue(),
+        m["contextlib"].ExitStack(),
+        m["contextlib"].suppress(KeyError),
+        m["calendar"].Calendar(),
+        m["calendar"].HTMLCalendar(),
+        m["struct"].Struct("<I"),
+        m["array"].array("i", [1]),
+        m["zlib"].compressobj(),
+        m["urllib.parse"].urlparse("http://a/b?c=d"),
+        m["collections.abc"].Mapping,
+        m["numbers"].Number,
     ]
 
 

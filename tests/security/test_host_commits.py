@@ -1,4 +1,4 @@
-"""Commits are all or nothing, survive kill -9, and never lose a concurrent edit (issue 12 #6)."""
+"""Commits are all or nothing, survive kill -9, and never lose a concurrent edit."""
 
 import json
 import os

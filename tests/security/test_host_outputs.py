@@ -80,6 +80,21 @@ def test_batch_output_through_a_user_s_symlink_is_refused(place, user):
     assert place.profile.read_text().endswith('{"id": 9, "sta')  # not cut
 
 
+def test_batch_output_that_is_a_hard_link_to_another_file_is_refused(place):
+    """Where protected_hardlinks is off, a user may hard-link root's login script into their
+    folder as the output: appending to it, or cutting a torn line off it, would change the
+    script. The hard link is made by root here (always allowed); the check is the same."""
+    source = place.top / "in.jsonl"
+    source.write_text('{"id": 1}\n')
+    results = place.out / "results.jsonl"
+    os.link(place.profile, results)
+    for text in ('{"id": 0, "status": "ok"}\n', '{"id": 0, "status": "ok"}\n{"id": 9, "sta'):
+        place.profile.write_text(text)  # results lines: to append to, or a torn one to cut
+        done = CliRunner().invoke(cli, ["batch", str(source), "--output", str(results)])
+        assert done.exit_code == 2 and "hard links" in done.output, done.output
+        assert untouched(place.profile, text)
+
+
 def test_batch_output_that_is_a_fifo_is_refused_not_opened(place):
     source = place.top / "in.jsonl"
     source.write_text('{"id": 1}\n')

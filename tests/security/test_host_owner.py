@@ -1,4 +1,4 @@
-"""The controller acts as the workspace's owner; commits make no set-id file (issue 12 #2).
+"""The controller acts as the workspace's owner; commits make no set-id file.
 
 Run as root, a workspace owned by an ordinary user is accessed with that
 user's filesystem identity: the kernel refuses what the owner could not do,

@@ -1,4 +1,4 @@
-"""Check-then-use races on host file access (issue 12, class 5).
+"""Check-then-use races on host file access.
 
 A second process swaps a folder of the workspace with a symlink to a folder
 outside it (renameat2 RENAME_EXCHANGE) as fast as it can while the program's

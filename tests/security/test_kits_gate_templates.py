@@ -1,5 +1,4 @@
-"""Bundled kits cannot be shadowed, the gate never follows a symlink, templates never crash
-(issue 12, classes 3 and 7, and 14b)."""
+"""Bundled kits cannot be shadowed, the gate never follows a symlink, templates never crash."""
 
 import os
 

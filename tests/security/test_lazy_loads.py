@@ -1,4 +1,4 @@
-"""Issue 12, class 12: `denied` only for real escapes. What the runtime loads lazily
+"""`denied` only for real escapes. What the runtime loads lazily
 (every codec of the standard `encodings` package) works in the jail, or fails
 with a clear error; it never kills the child as a forbidden system call."""
 

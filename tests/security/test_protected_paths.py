@@ -1,5 +1,5 @@
 """Protected paths: places that run code later are not writable, credentials are not readable
-(issue 12, classes 4 and 8), unless a policy lifts a rule by name."""
+unless a policy lifts a rule by name."""
 
 import os
 import stat

@@ -1,4 +1,4 @@
-"""Issue 12, class 11: in reuse mode each run gets the CPU limit for itself, and
+"""In reuse mode each run gets the CPU limit for itself, and
 `cpu_ms` is that run's own CPU time, not the child's running total."""
 
 from lackjail.api import Jail

@@ -1,4 +1,4 @@
-"""Issue 12, class 9: no frame written by one child can be read as part of another run.
+"""No frame written by one child can be read as part of another run.
 
 Each child has a run channel of its own (two fresh pipes from the zygote, passed
 to the controller with `spawned`); a finished child's channel is closed. A fake

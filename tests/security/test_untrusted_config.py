@@ -1,6 +1,4 @@
-"""A workspace's `.lackjail/config.toml` never chooses where a credential is sent (issue 12, class
-1).
-"""
+"""A workspace's `.lackjail/config.toml` never chooses where a credential is sent."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Issue 12, class 10: decoding a frame from a jail costs at most a fixed multiple
+"""Decoding a frame from a jail costs at most a fixed multiple
 of its size, and the largest frame follows the policy's value limit."""
 
 import time

@@ -1,4 +1,4 @@
-"""Issue 12, class 14 (first half): a parameter the wire cannot carry (an int wider
+"""A parameter the wire cannot carry (an int wider
 than 64 bits, anywhere in the value) is `invalid` before a jail is touched, and
 the jails stay healthy."""
 
