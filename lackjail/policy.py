@@ -283,6 +283,25 @@ def _check_lifted(tools: ToolRules) -> None:
             )
 
 
+def is_policy_name(text: str) -> bool:
+    """True when TEXT names a bundled policy rather than a file."""
+    return not text.endswith(".toml") and os.sep not in text
+
+
+def policy_path(spec: str | os.PathLike) -> Path:
+    """The file of the policy SPEC: a bundled name's file in the package, else SPEC as a path."""
+    text = str(spec)
+    if not is_policy_name(text):
+        return Path(text)
+    path = POLICY_DIR / f"{text}.toml"
+    if not path.is_file():
+        names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.toml")))
+        raise PolicyError(
+            f"no policy named '{text}'; bundled policies: {names}; or pass a path to a .toml file"
+        )
+    return path
+
+
 def load_policy(spec=None) -> Policy:
     """A Policy from a Policy, None (default), a bundled name, or a TOML path."""
     if isinstance(spec, Policy):
@@ -293,16 +312,7 @@ def load_policy(spec=None) -> Policy:
         return policy_from_dict(spec)
     if not isinstance(spec, (str, os.PathLike)):
         raise PolicyError(f"a policy is a name, a path or a Policy, not {type(spec).__name__}")
-    text = str(spec)
-    path = Path(text)
-    if not text.endswith(".toml") and os.sep not in text:
-        path = POLICY_DIR / f"{text}.toml"
-        if not path.is_file():
-            names = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.toml")))
-            raise PolicyError(
-                f"no policy named '{text}'; bundled policies: {names}; "
-                "or pass a path to a .toml file"
-            )
+    path = policy_path(spec)
     from lackjail.workspace.hostfs import explain, read_file
 
     try:  # a symlink only root or we could have made is followed; no FIFO, no device

@@ -73,7 +73,6 @@ def serve(shared, workers, http, allow_remote):
     address = _address(http, allow_remote)
     chosen = setup(shared)
     where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
-    opening = _open_in_background(chosen, workers, where)  # while the SDK imports
     try:
         from lackjail.mcp import Served, build_server, serve_http, serve_stdio
     except ImportError as exc:
@@ -82,6 +81,7 @@ def serve(shared, workers, http, allow_remote):
         ) from None
     from lackjail.checker import Checker
 
+    opening = _open_in_background(chosen, workers, where)  # while the server starts and answers
     served = Served(
         opening,
         policy=chosen.policy,

@@ -59,7 +59,8 @@ class LackjailExecutor(PythonExecutor):
         self.options = dict(
             kit=kit, policy=policy, language=language, workspace=workspace, **jail_options
         )
-        self.options.setdefault("workers", 1)  # a session has a jail of its own; plain runs none
+        # the steps run in a session (a jail of its own): the pool for plain runs stays smallest
+        self.options.setdefault("workers", 1)
         self.timeout = timeout
         self.state: dict = {}  # "_print_outputs": the last step's logs, as CodeAgent reads them
         self._tools: dict = {}
