@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import keyword
+import os
 import threading
 from collections.abc import Iterable, Mapping
 
 from lackjail import lang, plain
 from lackjail.lang import ValidationError, ValidationResult, format_error
-from lackjail.policy import Policy, load_policy
+from lackjail.policy import Policy, is_policy_name, load_policy
 
 __all__ = ["Checker", "check", "format_error"]
 
@@ -263,4 +264,74 @@ def check(
 
     KIT: a kit name, spec or resolved Kit (None: no tools); PARAMS: values by name, or names.
     """
-    return Checker(policy, kit, language).check(program, params)
+    key = _checker_key(policy, kit, language)
+    if key is None:
+        return Checker(policy, kit, language).check(program, params)
+    checker = _checkers.get(key)
+    if checker is None:
+        checker = Checker(policy, kit, language)
+        with _keeping_checkers:
+            if len(_checkers) >= CHECKERS:
+                del _checkers[next(iter(_checkers))]  # the oldest
+            _checkers[key] = checker
+    return checker.check(program, params)
+
+
+CHECKERS = 32  # Checkers `check` keeps, by what they were built from
+_checkers: dict = {}
+_keeping_checkers = threading.Lock()
+
+
+def _checker_key(policy, kit, language) -> tuple | None:
+    """What a Checker for POLICY, KIT and LANGUAGE is built from, as a key that changes when
+    a file it reads changes (path, device, inode, size, mtime): `check` then parses a policy and
+    resolves a kit once, not per call. None when that cannot be told cheaply (a Kit object,
+    which its owner may change; a file that cannot be found: the Checker reports it)."""
+    policy_key: object
+    try:
+        if isinstance(policy, Policy):
+            policy_key = policy if _hashable(policy) else None
+        elif policy is None or isinstance(policy, str) and is_policy_name(policy):
+            # a bundled policy is package data: read once
+            policy_key = ("bundled", "default" if policy is None else policy)
+        elif isinstance(policy, (str, os.PathLike)):
+            policy_key = _file_key(policy)
+        else:
+            return None
+        kit_key = _kit_key(kit)
+    except (OSError, ValueError):  # PolicyError, KitError: the Checker raises them properly
+        return None
+    if policy_key is None or kit_key is None:
+        return None
+    return (policy_key, kit_key, language)
+
+
+def _kit_key(kit):
+    if kit is None:
+        return ("none",)
+    if isinstance(kit, (tuple, list, frozenset)) and all(isinstance(n, str) for n in kit):
+        return ("names", type(kit), tuple(kit))
+    if not isinstance(kit, str):
+        return None
+    from lackjail.kit.assembly.kitfile import KIT_NAME_RE, find_kit
+
+    folder = os.getcwd()
+    if kit.endswith(".kit"):
+        return ("file", folder, kit, _file_key(os.path.join(folder, kit)))
+    if KIT_NAME_RE.fullmatch(kit):
+        found = find_kit(kit, folder)
+        return ("named", folder, kit, found and _file_key(found))
+    return ("spec", kit)  # tool and pack names: the default toolbox, no file
+
+
+def _file_key(path) -> tuple:
+    st = os.stat(path)
+    return (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

@@ -1,9 +1,12 @@
 """The Checker: validation as the jail does it (size cap, kit names, parameters); format_error."""
 
+import os
+
 import pytest
 
 import lackjail
 from lackjail.checker import Checker
+from lackjail.errors import KitError
 from lackjail.lang import ValidationError, format_error
 from lackjail.lang import custom_rules as rules
 from lackjail.policy import Limits, Policy
@@ -215,3 +218,51 @@ def test_a_packs_members_are_tools_and_a_tools_attribute_is_not():
     assert [e.rule for e in checker.check("x = fs.nothing('a.txt')").errors] == ["unknown-call"]
     plain = Checker(kit="read_file")
     assert [e.rule for e in plain.check("x = read_file.upper('a')").errors] == ["tool-attribute"]
+
+
+def test_check_builds_a_checker_once_per_policy_kit_and_language(monkeypatch):
+    import lackjail.checker as checker
+
+    built = []
+    real = checker.Checker.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(args)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(checker, "_checkers", {})
+    monkeypatch.setattr(checker.Checker, "__init__", counting)
+    for n in range(3):
+        assert lackjail.check(f"x = {n}").valid
+        assert lackjail.check(f"y = read_file('a{n}')", kit="readonly").valid
+        assert lackjail.check(f"z = {n}", language="lackpy").valid
+    assert len(built) == 3
+
+
+def test_check_sees_a_policy_file_that_changed(tmp_path, monkeypatch):
+    import lackjail.checker as checker
+
+    monkeypatch.setattr(checker, "_checkers", {})
+    path = tmp_path / "p.toml"
+    path.write_text('name = "p"\n[limits]\nprogram_bytes = 1000\n')
+    assert lackjail.check("x = 'abcdefghijk'", policy=str(path)).valid
+    path.write_text('name = "p"\n[limits]\nprogram_bytes = 10\n')  # same size, new mtime
+    os.utime(path, ns=(1, 1))
+    result = lackjail.check("x = 'abcdefghijk'", policy=str(path))
+    assert rules_of(result) == ["limit-source-bytes"]
+
+
+def test_check_sees_a_workspace_kit_that_appeared_or_changed(tmp_path, monkeypatch):
+    import lackjail.checker as checker
+
+    monkeypatch.setattr(checker, "_checkers", {})
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KitError):
+        lackjail.check("x = 1", kit="mine")
+    kits = tmp_path / ".lackjail" / "kits"
+    kits.mkdir(parents=True)
+    (kits / "mine.kit").write_text("---\nname: mine\n---\nread_file\n")
+    assert lackjail.check("x = read_file('a')", kit="mine").valid
+    (kits / "mine.kit").write_text("---\nname: mine\n---\nlist_dir\n")
+    os.utime(kits / "mine.kit", ns=(1, 1))
+    assert rules_of(lackjail.check("x = read_file('a')", kit="mine")) == ["unknown-call"]
