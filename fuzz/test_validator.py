@@ -755,6 +755,16 @@ PYTHON_NODES = EXTENDED_NODES | {
     "MatMult",
     "Yield",
     "YieldFrom",
+    "Match",
+    "match_case",
+    "MatchValue",
+    "MatchSingleton",
+    "MatchSequence",
+    "MatchMapping",
+    "MatchClass",
+    "MatchStar",
+    "MatchAs",
+    "MatchOr",
 }
 # Hooks of attribute lookup, class creation, descriptors, pickling and finalisation.
 HOOKS = {
@@ -899,6 +909,10 @@ def assert_obeys_python(source):
             assert not star or node in tree.body, "import * inside a function"
         elif isinstance(node, ast.ExceptHandler):
             assert node.type is not None, "a bare except catches the stop verdicts"
+        elif isinstance(node, ast.MatchClass):
+            for attr in node.kwd_attrs:  # a keyword pattern reads that attribute
+                assert not (attr.startswith("__") and attr.endswith("__")), attr
+                assert not attr.startswith(INTERNAL), attr
 
 
 def checked_python(source) -> ValidationResult:
