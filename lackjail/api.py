@@ -265,14 +265,16 @@ class Jail:
         *,
         concurrency: int | None = None,
         window: int | None = None,
+        dry_run: bool = False,
     ) -> Iterator[tuple[Any, Result]]:
-        """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes.
+        """Run `(key, program, params)` jobs; yield `(key, Result)` as each finishes (with
+        DRY_RUN, each run's writes are its Result's diff, never made).
 
         Every job yields exactly once: an exception while running one (the
         pool failed, not the program) becomes a `killed` Result naming it.
         """
         for done in fanout.fan_out(
-            lambda job: self.run(job[1], job[2]),
+            lambda job: self.run(job[1], job[2], dry_run=dry_run),
             jobs,
             self._map_concurrency() if concurrency is None else concurrency,
             window,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -224,6 +225,11 @@ def parse_line(
         return derived, f"{at}:{exc.colno}: not JSON: {exc.msg}"
     except RecursionError:
         return derived, f"{at}: not JSON this program reads: nested too deeply"
+    except ValueError:  # an integer past int's digit limit (int_max_str_digits)
+        return derived, (
+            f"{at}: not JSON this program reads: an integer has more than "
+            f"{sys.get_int_max_str_digits()} digits"
+        )
     if not isinstance(obj, dict):
         return derived, f"{at}: a JSON object is needed, not {type(obj).__name__}"
     ident = obj.get("id")

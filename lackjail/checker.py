@@ -298,6 +298,7 @@ def _checker_key(policy, kit, language) -> tuple | None:
     a file it reads changes (path, device, inode, size, mtime): `check` then parses a policy and
     resolves a kit once, not per call. None when that cannot be told cheaply (a Kit object,
     which its owner may change; a file that cannot be found: the Checker reports it)."""
+    policy_key: object
     try:
         if isinstance(policy, Policy):
             policy_key = policy if _hashable(policy) else None

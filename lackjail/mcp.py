@@ -511,6 +511,22 @@ def bad_line(exc: Exception) -> ErrorData:
     )
 
 
-def serve_http(server: MCPServer, host: str, port: int) -> None:
-    """Serve SERVER with the streamable HTTP transport at http://HOST:PORT/mcp."""
-    server.run("streamable-http", host=host, port=port)
+def serve_http(server: MCPServer, host: str, port: int, token: str) -> None:
+    """Serve SERVER with the streamable HTTP transport at http://HOST:PORT/mcp, behind the Host,
+    Origin and bearer-TOKEN checks of `lackjail.httpguard` (the SDK's own Host and Origin
+    checks are set to the same address as well)."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from lackjail.httpguard import Guard, host_forms
+
+    forms = host_forms(host, port)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=forms,
+        allowed_origins=[f"http://{form}" for form in forms],
+    )
+    inner = server.streamable_http_app(host=host, transport_security=security)
+    app = Guard(inner, token, host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    anyio.run(uvicorn.Server(config).serve)

@@ -42,13 +42,24 @@ class PlainError(ValueError):
         return self
 
 
-def copy(value, where: str, max_size: int, *, max_items: int = MAX_ITEMS, lenient: bool = False):
+def copy(
+    value,
+    where: str,
+    max_size: int,
+    *,
+    max_items: int = MAX_ITEMS,
+    lenient: bool = False,
+    exact_text: bool = False,
+):
     """A fresh plain copy of VALUE (tuples become lists), or PlainError naming WHERE.
 
     LENIENT (a program's value): sets become lists, ints wider than 64 bits and
     values of other types become their text, and scalar dict keys are kept.
     Strict (parameters, tool arguments and results): those are errors.
+    Text that UTF-8 cannot carry (lone surrogates) becomes backslash escapes, or
+    with EXACT_TEXT (a caller's parameters, which must arrive as given) an error.
     """
+    text = _exact if exact_text else utf8
     budget = [max_size, max_items]
     sequences = _LENIENT_SEQUENCES if lenient else _SEQUENCES
 
@@ -58,7 +69,7 @@ def copy(value, where: str, max_size: int, *, max_items: int = MAX_ITEMS, lenien
         if kind is str:
             budget[0] -= len(v)
             if not v.isascii():
-                v = utf8(v)
+                v = text(v)
         elif kind is bytes:
             budget[0] -= len(v)
         elif kind is int:
@@ -91,7 +102,7 @@ def copy(value, where: str, max_size: int, *, max_items: int = MAX_ITEMS, lenien
                 if type(key) is str:
                     budget[0] -= len(key)
                     if not key.isascii():
-                        key = utf8(key)
+                        key = text(key)
                 elif not lenient:
                     raise PlainError(
                         f"has a key of type {type(key).__name__}; dict keys must be str", "type"
@@ -125,7 +136,7 @@ def copy(value, where: str, max_size: int, *, max_items: int = MAX_ITEMS, lenien
 def problem(value, where: str, max_size: int) -> str | None:
     """Why VALUE is not plain data within MAX_SIZE (a message naming WHERE), or None."""
     try:
-        copy(value, where, max_size)
+        copy(value, where, max_size, exact_text=True)
     except PlainError as exc:
         return str(exc)
     except RecursionError:
@@ -140,6 +151,19 @@ def utf8(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _exact(text: str) -> str:
+    """TEXT unchanged when UTF-8 can carry it, else PlainError naming the first lone surrogate."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError as exc:
+        raise PlainError(
+            f"is not valid text: a lone surrogate (U+{ord(text[exc.start]):04X}) at index "
+            f"{exc.start}; pass text that encodes as UTF-8",
+            "type",
+        ) from None
 
 
 def _short(key) -> str:

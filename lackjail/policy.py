@@ -34,7 +34,7 @@ class Limits:
     """Per-run limits, enforced in the jail (rlimits) and by the controller."""
 
     wall_s: float = 10.0
-    cpu_s: int = 5
+    cpu_s: int | float = 5  # seconds; a fraction is kept (0.5 s is not 0 s, which is no limit)
     memory_mb: int = 256
     output_bytes: int = 1 << 20
     value_bytes: int = 8 << 20
@@ -109,6 +109,7 @@ class Policy:
 
 _SECTIONS = {"limits": Limits, "pool": PoolSettings, "tools": ToolRules}
 _TOP = {"name": str, "isolation": str, "language": str, "languages": list}
+FRACTIONAL = ("limits.cpu_s",)  # whole-number limits that may be a fraction too
 
 
 def positive_number(value) -> bool:
@@ -120,6 +121,12 @@ def positive_number(value) -> bool:
 
 def _check_value(key: str, value, default):
     """Coerce VALUE to the type of DEFAULT or raise a PolicyError naming KEY."""
+    if key in FRACTIONAL:
+        if not positive_number(value):
+            raise PolicyError(
+                f"policy key '{key}' must be a positive number of seconds, not {value!r}"
+            )
+        return value
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise PolicyError(f"policy key '{key}' must be true or false, not {value!r}")
@@ -271,15 +278,20 @@ def _check_pool(pool: PoolSettings) -> None:
 
 
 def _check_lifted(tools: ToolRules) -> None:
-    """A rule a policy lifts must be one of the defaults: a typo must not pass silently."""
-    from lackjail.workspace.protect import DEFAULT_READ_DENY, DEFAULT_WRITE_DENY
+    """A rule a policy lifts must be one of the defaults, or (for writes) a hidden path the `.*`
+    rule covers: a typo must not pass silently."""
+    from lackjail.workspace.protect import DEFAULT_READ_DENY, DEFAULT_WRITE_DENY, hidden
 
     for key, defaults in (("write_allow", DEFAULT_WRITE_DENY), ("read_allow", DEFAULT_READ_DENY)):
-        unknown = [r for r in getattr(tools, key) if r not in defaults]
+        writes = key == "write_allow"
+        unknown = [
+            r for r in getattr(tools, key) if r not in defaults and not (writes and hidden(r))
+        ]
         if unknown:
+            also = " nor a hidden path (one with a segment starting with '.')" if writes else ""
             raise PolicyError(
-                f"policy key 'tools.{key}' names {unknown[0]!r}, which is not a default rule; "
-                f"the default rules are: {', '.join(defaults)}"
+                f"policy key 'tools.{key}' names {unknown[0]!r}, which is not a default rule"
+                f"{also}; the default rules are: {', '.join(defaults)}"
             )
 
 

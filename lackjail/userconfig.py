@@ -5,8 +5,9 @@ is the user's: its `[defaults]` table may set `kit`, `policy` and `language`.
 A workspace's `.lackjail/config.toml` was possibly written by an attacker:
 its `[defaults]` may only choose a `kit` and a `language` (among the levels
 the policy allows), and its `[limits]` may only tighten the policy (a
-repository must not loosen its own sandbox). Flags
-win over both. The `[inference]` table of either file belongs to
+repository must not loosen its own sandbox). The user's own choices, flags
+first, then their config, win over the workspace's. The `[inference]` table
+of either file belongs to
 `lackjail.infer.config`; other tables are ignored here.
 """
 
@@ -93,7 +94,12 @@ def tighten(policy, bounds: dict, source: str):
                 f"{source} asks for {key} = {value}, above policy '{policy.name}'s {current}; "
                 f"it may only tighten the policy (use a value up to {current}, or another policy)"
             )
-        changes[key] = type(current)(value)
+        if isinstance(current, int) and value != int(value):
+            if key != "cpu_s":  # only CPU seconds may be a fraction
+                raise ConfigError(f"{source} asks for {key} = {value}; use a whole number")
+            changes[key] = float(value)
+        else:
+            changes[key] = type(current)(value)
     if not changes:
         return policy
     from dataclasses import replace

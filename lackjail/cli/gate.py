@@ -9,7 +9,14 @@ from lackjail.cli.common import Command, leave
 from lackjail.cli.options import program_options, setup
 from lackjail.cli.output import note, verbosity, verdict
 from lackjail.gate import DEFAULT_GLOB, FORMATS, Gate, discover, render
-from lackjail.gate.report import program_lines, render_text, select_rules, summary_lines
+from lackjail.gate.report import (
+    program_lines,
+    render_text,
+    rule_matches,
+    select_rules,
+    summary_lines,
+    unknown_rules,
+)
 from lackjail.terminal import terminal_safe
 from lackjail.workspace.hostfs import explain, write_file
 
@@ -75,6 +82,11 @@ def _progress(count: int, quiet: bool):
     is_flag=True,
     help="Also run each valid program once in the jail; a failed run fails the gate.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --run: run, but write nothing to the checkout; each program's diff is reported.",
+)
 @program_options(policy="ci", limits=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Report format [text].")
 @click.option(
@@ -96,7 +108,7 @@ def _progress(count: int, quiet: bool):
     type=click.Path(dir_okay=False),
     help="Write the report to FILE (atomically); a junit or sarif report also prints the text one.",
 )
-def gate(paths, pattern, run, shared, fmt, select, ignore, output):
+def gate(paths, pattern, run, dry_run, shared, fmt, select, ignore, output):
     """Check lackpy programs for CI: validate each (and with --run, run each in the jail).
 
     PATHs are files or folders [.]; folders are searched with --glob, skipping
@@ -112,11 +124,15 @@ def gate(paths, pattern, run, shared, fmt, select, ignore, output):
       lackjail gate --run --kit readonly examples
       lackjail gate --format sarif -o gate.sarif src
       lackjail gate --format github --ignore verdict/timeout
+      lackjail gate --run --dry-run --kit files   # what the programs would write
     """
     if shared.as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json and --format {fmt} disagree; pass one of them")
     fmt = "json" if shared.as_json else fmt or "text"
     select, ignore = _rule_list(select), _rule_list(ignore)
+    _check_rules(select, ignore, run)
+    if dry_run and not run:
+        raise click.UsageError("--dry-run needs --run: without it nothing runs or writes")
     if output:
         _output_folder(output)
     chosen = setup(shared)
@@ -147,6 +163,7 @@ def gate(paths, pattern, run, shared, fmt, select, ignore, output):
             jail=jail,
             language=chosen.language,
             audience="cli",
+            dry_run=dry_run,
         )
         if progress is None:
             report = judge.run_all(programs, on_done=done)
@@ -172,3 +189,26 @@ def gate(paths, pattern, run, shared, fmt, select, ignore, output):
 
 def _rule_list(values) -> tuple:
     return tuple(r.strip() for value in values for r in value.split(",") if r.strip())
+
+
+def _check_rules(select: tuple, ignore: tuple, run: bool) -> None:
+    """Usage errors (exit 2) for a rule id or family no rule has, and for selecting run verdicts
+    without --run: either would quietly pass every program."""
+    from lackjail.gate.sarif import known_rules
+
+    known = [rule for rule, _, _ in known_rules()]
+    for option, patterns in (("--select", select), ("--ignore", ignore)):
+        unknown = unknown_rules(patterns, known)
+        if unknown:
+            raise click.BadParameter(
+                f"{unknown[0]!r} is not a rule id nor a family of them ('forbidden-', "
+                "'verdict/'); `lackjail spec` lists the rule ids (`lackjail spec --json`: "
+                "rules[].id), and run verdicts are verdict/<status>",
+                param_hint=option,
+            )
+    verdicts = [p for p in select if rule_matches(p, ("verdict/",))]
+    if verdicts and not run:
+        raise click.UsageError(
+            f"--select {verdicts[0]} selects what a run found, but without --run nothing runs "
+            "and every program would pass; add --run, or select validator rules"
+        )

@@ -191,10 +191,10 @@ class Setup:
 
 
 def setup(shared: Shared) -> Setup:
-    """Resolve the shared options once: flags first, then the workspace's and the user's config,
-    then the command's defaults (the language level: the flag, the user's, then the
-    workspace's, always among the levels the policy allows). Load the policy (tightened by the
-    limit flags and the workspace's [limits]), resolve the kit beneath the workspace, check
+    """Resolve the shared options once: flags first, then the user's config, then the
+    workspace's, then the command's defaults (the language level: the flag, the user's, then
+    the workspace's, always among the levels the policy allows). Load the policy (tightened by
+    the limit flags and the workspace's [limits]), resolve the kit beneath the workspace, check
     the parameters.
     Each problem is a usage error (exit 2) naming its option or config file."""
     from lackjail import lang
@@ -217,7 +217,8 @@ def setup(shared: Shared) -> Setup:
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     policy = shared.policy or user.policy or shared.default_policy
-    kit = shared.kit or local.kit or user.kit or shared.default_kit
+    # the user's own choice (a flag, their config) wins over what the repository asks for
+    kit = shared.kit or user.kit or local.kit or shared.default_kit
     language, chosen_by = next(
         (
             (value, where)

@@ -127,7 +127,14 @@ def _write_config(root, text: str) -> None:
     show_default=True,
     help="The MCP client the config is for.",
 )
-def mcp_config(kit, policy, workspace, name, client):
+@click.option(
+    "--http",
+    "http",
+    metavar="[HOST:]PORT",
+    help="Name a server started with `lackjail serve --http` at this address instead: its URL "
+    "and the Authorization header with the server's bearer token (made if missing).",
+)
+def mcp_config(kit, policy, workspace, name, client, http):
     """Print the config that makes an MCP client start `lackjail serve` for this checkout.
 
     claude-desktop: a block for claude_desktop_config.json (Settings > Developer >
@@ -135,14 +142,19 @@ def mcp_config(kit, policy, workspace, name, client):
     ~/.cursor/mcp.json for every project). claude-code: the `claude mcp add` command
     line to run (add `--scope project` to share it through the project's .mcp.json).
     The server runs this very interpreter, so it works from a virtualenv without
-    activating it.
+    activating it. With --http the config names a running server instead, with
+    the header every request needs: it holds a secret, keep it out of
+    repositories.
 
     \b
     Examples:
       lackjail mcp-config
       lackjail mcp-config --client cursor --kit files --workspace ~/project > .cursor/mcp.json
       lackjail mcp-config --client claude-code --kit files    # then run the line it prints
+      lackjail mcp-config --http 8765     # for: lackjail serve --http 8765
     """
+    if http:
+        _http_config(name, client, http)
     root = os.path.abspath(workspace or os.getcwd())
     args = ["-m", "lackjail.cli", "serve", "--kit", kit, "--policy", policy, "--workspace", root]
     if client == "claude-code":
@@ -151,4 +163,20 @@ def mcp_config(kit, policy, workspace, name, client):
     else:  # Claude Desktop and Cursor read the same mcpServers block
         block = {"mcpServers": {name: {"command": sys.executable, "args": args}}}
         click.echo(json.dumps(block, indent=2))
+    leave(0)
+
+
+def _http_config(name: str, client: str, http: str) -> None:
+    """Print the config for the server at HTTP (its URL and bearer-token header), then exit."""
+    from lackjail.cli.serve import http_address, server_token, url
+
+    where = url(*http_address(http, allow_remote=True))
+    header = f"Authorization: Bearer {server_token()}"
+    if client == "claude-code":
+        line = ["claude", "mcp", "add", "--transport", "http", name, where, "--header", header]
+        click.echo(shlex.join(line))
+    else:
+        key, _, value = header.partition(": ")
+        server = {"type": "http", "url": where, "headers": {key: value}}
+        click.echo(json.dumps({"mcpServers": {name: server}}, indent=2))
     leave(0)

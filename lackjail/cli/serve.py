@@ -1,5 +1,6 @@
 """`lackjail serve`: the MCP server over stdio (stdout carries only the protocol) or streamable
-HTTP on a loopback address."""
+HTTP on a loopback address (or, forced, another one), where every request needs the bearer
+token of `lackjail.mcptoken`."""
 
 import ipaddress
 import threading
@@ -12,8 +13,9 @@ from lackjail.cli.options import program_options, setup
 from lackjail.terminal import terminal_safe
 
 
-def _address(value: str | None, allow_remote: bool):
-    """(host, port) from HOST:PORT or PORT; loopback only unless ALLOW_REMOTE."""
+def http_address(value: str | None, allow_remote: bool):
+    """(host, port) from HOST:PORT or PORT; loopback only unless ALLOW_REMOTE; never an
+    unspecified address (0.0.0.0, ::), which no Host header names."""
     if value is None:
         return None
     host, sep, port = value.rpartition(":")
@@ -22,11 +24,18 @@ def _address(value: str | None, allow_remote: bool):
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise click.BadParameter(f"{value!r} is not HOST:PORT or PORT", param_hint="--http")
     try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        address = None if host == "localhost" else ipaddress.ip_address(host)
     except ValueError:
         raise click.BadParameter(
             f"{host!r} is not an IP address or 'localhost'", param_hint="--http"
         ) from None
+    if address is not None and address.is_unspecified:
+        raise click.BadParameter(
+            f"{host} is every address: requests are checked against the address they name, so "
+            "bind the one clients use (e.g. 192.168.1.2:8765)",
+            param_hint="--http",
+        )
+    loopback = address is None or address.is_loopback
     if not loopback and not allow_remote:
         raise click.BadParameter(
             f"{host} is not a loopback address: anyone who can reach it could run programs "
@@ -46,12 +55,14 @@ def _address(value: str | None, allow_remote: bool):
     "http",
     metavar="[HOST:]PORT",
     help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio "
-    "(HOST defaults to 127.0.0.1; loopback only).",
+    "(HOST defaults to 127.0.0.1; loopback only). Every request needs the bearer token "
+    "`lackjail mcp-config --http` prints.",
 )
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="Let --http bind a non-loopback address (no authentication: know who can reach it).",
+    help="Let --http bind a non-loopback address (the token travels in clear over http: "
+    "tunnel it, or keep it to a network you trust).",
 )
 def serve(shared, workers, http, allow_remote):
     """Serve lackjail to an MCP client over stdio (or streamable HTTP with --http).
@@ -63,16 +74,25 @@ def serve(shared, workers, http, allow_remote):
     nobody to ask. A line that is not JSON-RPC gets a JSON-RPC error. The jail
     opens while the server starts; logs one line to stderr once it is open (or
     why it could not open); over stdio it stops when the client closes stdin.
+    Over HTTP every request must carry `Authorization: Bearer <token>` (the
+    token is made on first use, in a 0600 file the log line names) and a Host
+    (and Origin, if any) naming the bound address.
 
     \b
     Examples:
       lackjail serve --kit readonly
       lackjail serve --kit readonly --http 8765      # http://127.0.0.1:8765/mcp
       lackjail mcp-config   # the block to paste into an MCP client's config
+      lackjail mcp-config --http 8765   # the same for HTTP, with the token's header
     """
-    address = _address(http, allow_remote)
+    address = http_address(http, allow_remote)
+    token = server_token() if address else None
     chosen = setup(shared)
-    where = f"http://{address[0]}:{address[1]}/mcp" if address else "stdio"
+    where = url(*address) if address else "stdio"
+    if address:
+        from lackjail.mcptoken import token_path
+
+        where += f" (requests need the bearer token in {token_path()})"
     try:
         from lackjail.mcp import Served, build_server, serve_http, serve_stdio
     except ImportError as exc:
@@ -92,7 +112,7 @@ def serve(shared, workers, http, allow_remote):
     try:
         server = build_server(served)
         if address:
-            serve_http(server, *address)
+            serve_http(server, *address, token)
         else:
             serve_stdio(server)
     except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
@@ -125,3 +145,18 @@ def _open_in_background(chosen, workers, where: str) -> Future:
 
     threading.Thread(target=work, name="lackjail-open", daemon=True).start()
     return opening
+
+
+def url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"
+
+
+def server_token() -> str:
+    """The server's bearer token (made on first use); a usage error when its file is unusable."""
+    from lackjail.mcptoken import TokenError, load_or_create
+
+    try:
+        return load_or_create()
+    except TokenError as exc:
+        raise click.UsageError(str(exc)) from None

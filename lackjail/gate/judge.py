@@ -24,7 +24,15 @@ class Gate:
     """Validates under POLICY and KIT (both resolved); runs valid programs in JAIL, if given."""
 
     def __init__(
-        self, policy, kit, params=None, jail=None, root=None, language=None, audience="library"
+        self,
+        policy,
+        kit,
+        params=None,
+        jail=None,
+        root=None,
+        language=None,
+        audience="library",
+        dry_run=False,
     ):
         from lackjail.checker import Checker
 
@@ -32,6 +40,7 @@ class Gate:
         self.kit = kit
         self.params = dict(params or {})
         self.jail = jail
+        self.dry_run = dry_run  # run, but write nothing: each program's diff is reported
         self.root = os.path.abspath(root or os.getcwd())
         self.checker = (
             jail.checker if jail is not None else Checker(policy, kit, language, audience=audience)
@@ -71,6 +80,7 @@ class Gate:
         report.duration_ms = round(report.duration_ms + result.stats.get("wall_ms", 0.0), 3)
         report.tool_calls = len(result.trace)
         report.trace, report.output, report.value = result.trace, result.output, result.value
+        report.diff = result.diff or ""
         return report
 
     def run_all(self, programs, on_done=None) -> GateReport:
@@ -87,7 +97,7 @@ class Gate:
                 on_done(report)
         if to_run and self.jail is not None:
             jobs = ((report, source, self.params) for report, source in to_run)
-            for report, result in self.jail.as_completed(jobs):
+            for report, result in self.jail.as_completed(jobs, dry_run=self.dry_run):
                 done = self.fold(report, result)
                 if on_done:
                     on_done(done)

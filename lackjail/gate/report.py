@@ -32,6 +32,7 @@ class ProgramReport:
     trace: list = field(default_factory=list)
     output: str = ""
     value: object = None
+    diff: str = ""  # what a dry run would have written
 
     @property
     def passed(self) -> bool:
@@ -51,6 +52,8 @@ class ProgramReport:
             out.update(
                 tool_calls=self.tool_calls, trace=self.trace, output=self.output, value=self.value
             )
+        if self.diff:
+            out["diff"] = self.diff
         return out
 
 
@@ -109,6 +112,12 @@ def rule_matches(rule: str, patterns) -> bool:
     return any(rule == p or (p.endswith(("/", "-")) and rule.startswith(p)) for p in patterns)
 
 
+def unknown_rules(patterns, known) -> list[str]:
+    """The PATTERNS that are neither one of the KNOWN rule ids nor a family (a prefix ending in
+    '/' or '-') of at least one of them: a typo must not select or ignore nothing."""
+    return [p for p in patterns if not any(rule_matches(rule, (p,)) for rule in known)]
+
+
 def select_rules(program: ProgramReport, select=(), ignore=()) -> ProgramReport:
     """PROGRAM with only the findings of the SELECTed rules (all when empty) minus the IGNOREd
     ones; a program left with no finding is `ignored` (it passes the gate, and never ran)."""
@@ -149,6 +158,7 @@ def program_lines(program: ProgramReport, style=_plain_style) -> list[str]:
     mark = style("PASS", True) if program.passed else style("FAIL", False)
     lines = [f"{mark}  {terminal_safe(program.name)}  {_verdict(program)}"]
     lines += [f"    {format_error(error, program.name)}" for error in program.errors]
+    lines += [f"    {line}" for line in terminal_safe(program.diff, multiline=True).splitlines()]
     return lines
 
 

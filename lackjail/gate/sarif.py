@@ -33,7 +33,15 @@ VERDICTS = {
 OTHER = {
     "read": "the program file can be read as a regular file",
     "custom": "a custom validation rule passes",
+    "gate/symlink": "a program found in a folder is not a symlink leading out of the tree",
 }
+
+
+def known_rules() -> list[tuple[str, str, str]]:
+    """(id, what it asks, kind) of every rule a gate report can name."""
+    known = [(r, t, "validator") for r, t in {**RULES, **SHIPPED}.items()]
+    known += [(r, t, "verdict") for r, t in VERDICTS.items()]
+    return known + [(r, t, "gate") for r, t in OTHER.items()]
 
 
 @functools.cache
@@ -83,9 +91,7 @@ def _descriptor(rule_id: str, text: str, kind: str) -> dict:
 
 
 def _rules(report: GateReport) -> list[dict]:
-    known = [(r, t, "validator") for r, t in {**RULES, **SHIPPED}.items()]
-    known += [(r, t, "verdict") for r, t in VERDICTS.items()]
-    known += [(r, t, "gate") for r, t in OTHER.items()]
+    known = known_rules()
     ids = {r for r, _, _ in known}
     for program in report.programs:  # a custom rule id nobody declared still gets a descriptor
         for error in program.errors:

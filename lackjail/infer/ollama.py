@@ -1,9 +1,11 @@
 """The ollama tier: a local model through the official `ollama` client.
 
 The host comes from the provider config, else `OLLAMA_HOST`, else the
-client's default. A missing server is a quick, noted skip: on this machine a
-refused connection is seen before the client is imported; elsewhere a short
-connect timeout. Any failure becomes a ProviderError, never an exception upward.
+client's default. The client sends `OLLAMA_API_KEY` (when set) to that host,
+so the key goes only over https, or plain http to this machine. A missing
+server is a quick, noted skip: on this machine a refused connection is seen
+before the client is imported; elsewhere a short connect timeout. Any failure
+becomes a ProviderError, never an exception upward.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import socket
 from urllib.parse import urlsplit
 
+from lackjail.infer.config import check_credential_endpoint
 from lackjail.infer.errors import ProviderError, short
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -20,6 +23,10 @@ DEFAULT_HOST = "http://127.0.0.1:11434"
 def complete(config, system: str, messages: list) -> str:
     """The model's reply text to MESSAGES (user/assistant turns) under SYSTEM."""
     host = _host(config)
+    if os.environ.get("OLLAMA_API_KEY"):
+        refused = check_credential_endpoint(endpoint(host), "OLLAMA_API_KEY")
+        if refused:
+            raise ProviderError(refused, unavailable=True)
     try:
         import httpx
         import ollama
@@ -58,6 +65,14 @@ def complete(config, system: str, messages: list) -> str:
     finally:
         client.close()
     return reply.message.content or ""
+
+
+def endpoint(host: str) -> str:
+    """HOST as the client reads it, as a URL: no scheme is plain http, no host name this
+    machine."""
+    url = host if "://" in host else f"http://{host}"
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://127.0.0.1{rest}" if rest.startswith(":") or not rest else url
 
 
 def _host(config) -> str:

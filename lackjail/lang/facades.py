@@ -130,6 +130,14 @@ _NAMES = {
     "secrets": "choice compare_digest randbelow randbits token_bytes token_hex token_urlsafe",
     # no shlex class: without a string it reads the process's stdin
     "shlex": "join quote split",
+    # mode bits: what a kit tool's stat result means (no call reaches a file)
+    "stat": (
+        "S_IFBLK S_IFCHR S_IFDIR S_IFIFO S_IFLNK S_IFMT S_IFREG S_IFSOCK S_IMODE S_IRGRP "
+        "S_IROTH S_IRUSR S_IRWXG S_IRWXO S_IRWXU S_ISBLK S_ISCHR S_ISDIR S_ISFIFO S_ISGID "
+        "S_ISLNK S_ISREG S_ISSOCK S_ISUID S_ISVTX S_IWGRP S_IWOTH S_IWUSR S_IXGRP S_IXOTH "
+        "S_IXUSR ST_ATIME ST_CTIME ST_DEV ST_GID ST_INO ST_MODE ST_MTIME ST_NLINK ST_SIZE "
+        "ST_UID filemode"
+    ),
     "statistics": (
         "NormalDist StatisticsError correlation covariance fmean geometric_mean harmonic_mean "
         "linear_regression mean median median_grouped median_high median_low mode multimode "

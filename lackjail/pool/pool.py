@@ -519,7 +519,13 @@ class Pool:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._session_jails is None:
-                args = isolation.zygote_config(self.limits, "reuse", SESSION_RUNS, spares=1)
+                args = isolation.zygote_config(
+                    self.limits,
+                    "reuse",
+                    SESSION_RUNS,
+                    spares=1,
+                    python_level=self.python_level,
+                )
                 # the level the pool's own jails run at, never a weaker one
                 self._session_launcher = _launcher(self.isolation, args)
                 self._session_jails = SessionJails(

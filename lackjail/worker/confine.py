@@ -6,6 +6,7 @@ host by lackjail/pool/syscall_filter.py); the zygote prepares the prctl
 argument once and each child loads it with prctl.
 """
 
+import math
 import resource
 
 from lackjail.worker import libc
@@ -47,12 +48,14 @@ def install_filter(prepared) -> None:
         raise OSError(libc.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def set_limits(memory_mb: int, cpu_s: int, nofile: int = 8) -> None:
-    """Per-run rlimits: address space, CPU seconds, no files, no processes, no core."""
+def set_limits(memory_mb: int, cpu_s: float, nofile: int = 8) -> None:
+    """Per-run rlimits: address space, CPU seconds (whole ones: a fraction is rounded up, the
+    runner's CPU timer keeps the fraction), no files, no processes, no core."""
     mem = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     if cpu_s:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+        cpu = math.ceil(cpu_s)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))

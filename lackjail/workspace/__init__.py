@@ -1,6 +1,8 @@
 """Host access to a (hostile) workspace: path checks, confined reads, staged writes, commits.
+Every host file is opened through `hostfs`, the one door (see its docstring).
 
-ws = Workspace("/path/to/project")      # one per run
+root = Root("/path/to/project")         # opened once (a Jail holds one)
+ws = Workspace(root)                    # one per run
 view = ws.view(budget, writable=True)   # one per tool call
 view.read_bytes("README.md"); view.write_bytes("out.txt", b"...")
 ws.merge(view); ws.commit()             # or ws.rollback(); ws.diff() for --dry-run

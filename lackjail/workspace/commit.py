@@ -37,7 +37,7 @@ from lackjail.workspace.files import identity
 from lackjail.workspace.hostfs import open_at, open_regular_at, read_fd, write_all
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import os_message, show
-from lackjail.workspace.protect import Protection, runs_later
+from lackjail.workspace.protect import Protection
 
 NEW_FILE_MODE = 0o644  # 0o666 under the usual umask 022
 NEW_DIR_MODE = 0o755
@@ -55,6 +55,7 @@ class Target:
     tmp: str = ""
     backup: str | None = None
     placed: int = 0  # the inode of the new file
+    plain: bool = False  # a protected place (a lifted rule): never keep exec bits
 
 
 def journal_dirs() -> list[str]:
@@ -69,7 +70,7 @@ def journal_dirs() -> list[str]:
     ]
 
 
-def _private_dir(path: str, create: bool = True) -> Tree:
+def private_dir(path: str, create: bool = True) -> Tree:
     """The folder PATH, opened (and with CREATE made, 0700, with its missing parents); OSError
     unless the descriptor is of a folder that only we own."""
     missing: list[str] = []
@@ -124,10 +125,10 @@ class Journal:
         folders = journal_dirs()
         for folder in folders[:-1]:
             try:
-                return _private_dir(folder)
+                return private_dir(folder)
             except OSError:
                 continue
-        return _private_dir(folders[-1])
+        return private_dir(folders[-1])
 
     def remove(self) -> None:
         if self.folder is not None:
@@ -200,6 +201,7 @@ def _check(tree: Tree, protection: Protection, targets: list[Target]) -> list[st
     for target in targets:
         rel = target.rel
         protection.check_write(rel, rel)
+        target.plain = protection.runs_later(rel)
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             if "/".join(parts[:depth]) in rels:
@@ -299,7 +301,7 @@ def _prepare(tree: Tree, owner: Owner, target: Target, made: list[str]) -> None:
             if old is not None:
                 _give(owner, fd, old)
                 mode = old.st_mode & 0o777
-                if runs_later(target.rel):
+                if target.plain:
                     mode &= ~0o111
             else:
                 _give(owner, fd, os.fstat(dirfd))
@@ -423,7 +425,7 @@ def recover(tree: Tree, owner: Owner) -> list[str]:
         try:  # the usual case, nothing to recover, opens nothing
             if not any(n.startswith(prefix) for n in os.listdir(path)):
                 continue
-            folder = _private_dir(path, create=False)  # one someone else could write: not obeyed
+            folder = private_dir(path, create=False)  # one someone else could write: not obeyed
         except OSError:
             continue
         try:

@@ -13,6 +13,7 @@ for the commit's last-mile check.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -20,6 +21,7 @@ from lackjail.errors import LimitExceeded, ToolCallError, ToolDenied
 from lackjail.workspace import commit as committing
 from lackjail.workspace.files import FileTooLarge, identity, locate, read_regular, stat_target
 from lackjail.workspace.hostfs import Root
+from lackjail.workspace.local_rules import local_rules
 from lackjail.workspace.pathglob import PathGlob
 from lackjail.workspace.paths import os_message, relative, show
 from lackjail.workspace.protect import Protection
@@ -44,12 +46,16 @@ class Workspace:
         self.root = self.root_dir.path
         self.tree = self.root_dir.tree
         self.owner = self.root_dir.owner
-        self.protection = protection or Protection()
+        self.protect(protection or Protection())
         self.staging = staging or StagingArea()
         self._staged: dict[str, str] = {}  # rel path -> staging key
         self._seen: dict[str, tuple | None] = {}  # rel path -> identity when first read or staged
         self._lock = threading.RLock()
         self.recovered = committing.recover(self.tree, self.owner)
+
+    def protect(self, protection: Protection) -> None:
+        """Check this workspace's accesses against PROTECTION, with the workspace's own rules."""
+        self.protection = protection.bound(functools.partial(local_rules, self.tree))
 
     def view(self, budget, writable: bool) -> WorkspaceView:
         return WorkspaceView(self, budget, writable)

@@ -6,12 +6,12 @@ import time
 
 import psutil
 import pytest
+from procs import descendants, wait_no_leftovers
 
 from lackjail import lang
 from lackjail.api import AsyncJail, Jail
 from lackjail.policy import load_policy
 from lackjail.sessions import SessionError
-from tests.reliability.procs import descendants, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 

@@ -1,4 +1,5 @@
-"""Running `lackjail` as a user does: a real subprocess of this checkout (a unique module name)."""
+"""Running `lackjail`: in this process through click's runner (`lackjail`), or as a user does,
+a real subprocess of this checkout (`lackjail_process`), for what only a process shows."""
 
 import os
 import pty
@@ -15,7 +16,29 @@ def cli_env(**extra) -> dict:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
-def lackjail(*args, stdin=None, cwd=None, env=None, timeout=180):
+def lackjail(*args, stdin=None, cwd=None, env=None):
+    """`lackjail ARGS` in this process, in CWD [the checkout], through `main` (so its exit codes
+    and one-line errors): a CompletedProcess with text output, stdout and stderr apart."""
+    from click.testing import CliRunner
+
+    from lackjail.cli import main
+
+    runner = CliRunner()
+    with runner.isolation(input=stdin, env=env) as (out, err, _):
+        here = os.getcwd()
+        os.chdir(cwd or ROOT)
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 0
+        finally:
+            os.chdir(here)
+        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    return subprocess.CompletedProcess(["lackjail", *args], code, stdout, stderr)
+
+
+def lackjail_process(*args, stdin=None, cwd=None, env=None, timeout=180):
     """`python -m lackjail.cli ARGS` in CWD [the checkout]; a CompletedProcess with text output."""
     return subprocess.run(
         [sys.executable, "-m", "lackjail.cli", *args],

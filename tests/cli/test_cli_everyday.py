@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from cli_support import cli_env, lackjail, on_a_terminal
+from cli_support import cli_env, lackjail, lackjail_process, on_a_terminal
 from click.testing import CliRunner
 
 from lackjail.cli import COMMANDS, cli
@@ -97,23 +97,24 @@ def test_every_help_has_examples(name):
 
 
 def test_quiet_and_verbose(tmp_path, require_nsjail):
-    verbose = lackjail("-v", "run", "-", stdin="1 + 1")
+    """The process's own stderr: nothing but what the flags ask for (no jail's warnings)."""
+    verbose = lackjail_process("-v", "run", "-", stdin="1 + 1")
     assert verbose.returncode == 0 and "isolation nsjail" in verbose.stderr
-    plain = lackjail("run", "-", stdin="1 + 1")
+    plain = lackjail_process("run", "-", stdin="1 + 1")
     assert plain.stderr == "" and plain.stdout == "2\n"
     (tmp_path / ".lackjail" / "templates").mkdir(parents=True)
     (tmp_path / "t.lackpy").write_text("41 + 1\n")
     assert (
-        lackjail(
+        lackjail_process(
             "template", "create", "t.lackpy", "--name", "t", "--pattern", "answer", cwd=tmp_path
         ).returncode
         == 0
     )
-    loud = lackjail("delegate", "answer", cwd=tmp_path)
+    loud = lackjail_process("delegate", "answer", cwd=tmp_path)
     assert "# tier: templates" in loud.stderr and loud.stdout == "42\n"
-    quiet = lackjail("-q", "delegate", "answer", cwd=tmp_path)
+    quiet = lackjail_process("-q", "delegate", "answer", cwd=tmp_path)
     assert quiet.stderr == "" and quiet.stdout == "42\n"
-    both = lackjail("-q", "-v", "spec")
+    both = lackjail_process("-q", "-v", "spec")
     assert both.returncode == 2 and "disagree" in both.stderr
 
 

@@ -104,3 +104,12 @@ def test_a_stop_that_reaches_exit_stays_the_runs_verdict(require_nsjail):
         r = jail.run(program)
         assert r.status == "limit", r
         assert "output exceeds" in r.errors[0]["message"]
+
+
+def test_a_session_at_the_python_level_imports_and_keeps_its_modules(jail):
+    """A session's jail is started apart from the pool's: it imports the modules too."""
+    with jail.session() as session:
+        first = session.run("import json\nfrom collections import Counter\nc = Counter('aab')")
+        assert first.status == "ok", first.errors
+        second = session.run("json.dumps(c.most_common(1))")
+        assert (second.status, second.value) == ("ok", '[["a", 2]]'), second.errors

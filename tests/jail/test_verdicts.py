@@ -7,6 +7,7 @@ import time
 
 import psutil
 import pytest
+from procs import descendants
 
 from lackjail import lang
 from lackjail.api import Jail
@@ -133,26 +134,22 @@ def test_kill_zygote_mid_run(require_nsjail):
 
 
 def test_no_process_left_behind(require_nsjail):
-    from tests.conftest import descendants
-
-    before = descendants()
+    before = descendants(zombies=True)
     with Jail(workers=2) as jail:
         jail.run("1")
-        assert descendants() - before
+        assert descendants(zombies=True) - before
     time.sleep(0.1)
-    assert descendants() - before == set()
+    assert descendants(zombies=True) - before == set()
 
 
 def test_no_process_left_after_error_inside_with(require_nsjail):
-    from tests.conftest import descendants
-
-    before = descendants()
+    before = descendants(zombies=True)
     with pytest.raises(RuntimeError):
         with Jail(workers=2) as jail:
             jail.run("1")
             raise RuntimeError("boom")
     time.sleep(0.1)
-    assert descendants() - before == set()
+    assert descendants(zombies=True) - before == set()
 
 
 def test_dead_idle_jail_is_replaced_not_handed_a_run(require_nsjail):

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import anyio
 import click
+import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from lackjail.cli.serve import _address
+from lackjail.cli.serve import http_address
 
 ROOT = Path(__file__).resolve().parents[2]
 INIT = {
@@ -36,7 +37,9 @@ def env() -> dict:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def serve(*args, cwd):
+def serve(*args, cwd, state=None):
+    """`lackjail serve ARGS`; STATE: its XDG_STATE_HOME (where the HTTP token is kept)."""
+    extra = {"XDG_STATE_HOME": str(state)} if state else {}
     return subprocess.Popen(
         [sys.executable, "-m", "lackjail.cli", "serve", "--workers", "1", *args],
         stdin=subprocess.PIPE,
@@ -44,7 +47,7 @@ def serve(*args, cwd):
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd,
-        env=env(),
+        env={**env(), **extra},
     )
 
 
@@ -86,17 +89,16 @@ def test_malformed_lines_get_json_rpc_errors_and_serving_goes_on(tmp_path, requi
         ("127.0.0.1:8765", False, ("127.0.0.1", 8765)),
         ("[::1]:8765", False, ("::1", 8765)),
         ("localhost:1", False, ("localhost", 1)),
-        ("0.0.0.0:8765", True, ("0.0.0.0", 8765)),
+        ("192.168.1.2:8765", True, ("192.168.1.2", 8765)),
     ],
 )
 def test_http_addresses(value, allow, expected):
-    assert _address(value, allow) == expected
+    assert http_address(value, allow) == expected
 
 
 @pytest.mark.parametrize(
     "value, says",
     [
-        ("0.0.0.0:8765", "not a loopback address"),
         ("192.168.1.2:80", "not a loopback address"),
         ("example.com:80", "not an IP address"),
         ("127.0.0.1:0", "not HOST:PORT"),
@@ -105,7 +107,7 @@ def test_http_addresses(value, allow, expected):
 )
 def test_http_refuses_non_loopback_and_bad_addresses(value, says):
     with pytest.raises(click.BadParameter, match=says):
-        _address(value, False)
+        http_address(value, False)
 
 
 def _free_port() -> int:
@@ -129,13 +131,16 @@ def _wait_listening(port: int, proc) -> None:
 def test_streamable_http_with_the_real_client(tmp_path, require_nsjail):
     (tmp_path / "notes.txt").write_text("one\ntwo\n")
     port = _free_port()
-    proc = serve("--kit", "readonly", "--http", f"127.0.0.1:{port}", cwd=tmp_path)
+    state = tmp_path / "state"
+    proc = serve("--kit", "readonly", "--http", f"127.0.0.1:{port}", cwd=tmp_path, state=state)
     try:
         _wait_listening(port, proc)
+        token = (state / "lackjail" / "mcp" / "token").read_text().strip()
 
         async def main():
             url = f"http://127.0.0.1:{port}/mcp"
-            async with streamable_http_client(url) as (read, write, *_):
+            client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+            async with client, streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as client:
                     await client.initialize()
                     with anyio.fail_after(120):
@@ -154,6 +159,7 @@ def test_streamable_http_with_the_real_client(tmp_path, require_nsjail):
                 "Host": host,
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {token}",
             }
             conn.request("POST", "/mcp", body=json.dumps(INIT), headers=headers)
             statuses[host] = conn.getresponse().status

@@ -11,13 +11,13 @@ import time
 
 import psutil
 import pytest
+from procs import jail_processes
 
 from lackjail.api import Jail
 from lackjail.kit.calls.session import CallOutcome
 from lackjail.policy import load_policy
 from lackjail.pool import Pool, PoolError
 from lackjail.pool.run import Request
-from tests.reliability.procs import jail_processes
 
 pytestmark = pytest.mark.nsjail
 

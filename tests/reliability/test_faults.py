@@ -17,12 +17,12 @@ import time
 
 import psutil
 import pytest
+from procs import descendants, describe, jail_processes, wait_no_leftovers
 
 from lackjail import protocol
 from lackjail.api import Jail, Result
 from lackjail.policy import load_policy
 from lackjail.pool import PoolError
-from tests.reliability.procs import descendants, describe, jail_processes, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 

@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
+from procs import descendants, describe, wait_no_leftovers
 
 from lackjail.api import Jail
-from tests.reliability.procs import descendants, describe, wait_no_leftovers
 
 pytestmark = pytest.mark.nsjail
 

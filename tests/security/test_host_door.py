@@ -105,6 +105,22 @@ def test_a_workspace_swapped_for_a_symlink_after_the_jail_opened_it_is_never_fol
     assert os.stat(moved / "pwned.txt").st_uid == user.pw_uid  # made as the owner it opened
 
 
+@pytest.mark.nsjail
+def test_the_real_jail_acts_in_the_folder_it_opened_after_the_swap(require_nsjail, home, user):
+    """The same as above with a real jail: the program's calls cross the wire to the session
+    the Jail made on its descriptor."""
+    from lackjail.api import Jail
+
+    with Jail(kit="files", workspace=home.ws, workers=1) as jail:
+        swap_for_symlink(user, home.ws, home.victim)
+        result = jail.run('write_file("pwned.txt", "x")\nread_file("notes.txt")')
+        secret = jail.run('read_file("secret.txt")')
+    assert result.status == "ok" and result.value == "the user's notes\n", result.errors
+    assert secret.status == "error" and "root's secret" not in str(secret.to_dict())
+    assert sorted(os.listdir(home.victim)) == ["secret.txt"]
+    assert (home.folder / "ws.old" / "pwned.txt").read_text() == "x"
+
+
 def test_a_workspace_that_is_a_symlink_is_refused(home, user):
     """A one-shot `sudo lackjail run --workspace ~u/ws` needs no race: the path the admin
     names is already the user's symlink to a folder of root's."""
@@ -235,3 +251,25 @@ def test_a_held_template_lock_makes_a_save_or_count_fail_after_a_bounded_wait(
         os.killpg(holder.pid, signal.SIGKILL)  # runuser and the python it started
         holder.wait()
     assert TemplateStore.at(home.ws).record("t", True) is True
+
+
+def test_own_config_files_may_be_symlinks_of_ours_but_not_of_another_user(home, user):
+    """The user's own config (dotfiles managed by symlinks) is read through the controller's
+    own symlinks; a symlink another user owns, in the file's path or as the file, is refused."""
+    from lackjail.workspace.hostfs import read_file
+
+    target = home.victim / "config.toml"
+    target.write_text("[defaults]\n")
+    ours = home.folder / "ours.toml"
+    ours.symlink_to(target)
+    assert read_file(ours, own_links=True) == b"[defaults]\n"
+    with pytest.raises(OSError, match="symlink"):
+        read_file(ours)  # a file a user names: no symlink at all
+    theirs = home.folder / "theirs.toml"
+    theirs.symlink_to(target)
+    os.lchown(theirs, user.pw_uid, user.pw_gid)
+    with pytest.raises(OSError, match="another user owns"):
+        read_file(theirs, own_links=True)
+    relative = home.folder / "up"
+    relative.symlink_to("../victim")  # a relative target, walked from the link's folder
+    assert read_file(relative / "config.toml", own_links=True) == b"[defaults]\n"

@@ -132,8 +132,10 @@ def test_a_policy_lifts_a_rule_by_name_and_exec_bits_are_not_kept_there(ws):
 def test_policy_files_check_the_new_keys():
     tools = policy_from_dict({"tools": {"write_deny": ["secrets/**"], "read_allow": [".env*"]}})
     assert tools.tools.write_deny == ("secrets/**",) and tools.tools.read_allow == (".env*",)
-    with pytest.raises(PolicyError, match="tools.write_allow.*'.gti'.*not a default rule"):
-        policy_from_dict({"tools": {"write_allow": [".gti"]}})
+    with pytest.raises(PolicyError, match="tools.write_allow.*'site-pakages'.*not a default rule"):
+        policy_from_dict({"tools": {"write_allow": ["site-pakages"]}})
+    with pytest.raises(PolicyError, match="tools.read_allow.*'.gti'.*not a default rule"):
+        policy_from_dict({"tools": {"read_allow": [".gti"]}})
     with pytest.raises(PolicyError, match="'tools.read_deny' must be a list of path globs"):
         policy_from_dict({"tools": {"read_deny": "x"}})
     with pytest.raises(PolicyError, match="unknown policy key 'tools.write_denied'"):

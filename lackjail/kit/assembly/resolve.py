@@ -1,9 +1,10 @@
 """resolve_kit: every accepted kit form -> one checked Kit.
 
-Forms: None or "none" (no tools); "NAME" (the workspace's
-.lackjail/kits/NAME.kit, else a bundled kit, else a single tool or pack of
-that name); "path/to/file.kit"; "a,b" or a list of tool/pack names (or
-ToolSpec/Pack objects); a dict alias -> tool name; a nested dict
+Forms: None or "none" (no tools); "NAME" (a bundled kit, else the tool or
+pack of that name, else the workspace's .lackjail/kits/NAME.kit: a
+repository's kit file never stands in for a tool the caller named);
+"path/to/file.kit"; "a,b" or a list of tool/pack names (or ToolSpec/Pack
+objects); a dict alias -> tool name; a nested dict
 {"r": {"tool": "read_file", "approval": "required"}}; a Kit. `extra_tools`
 (a list, "a,b" or a dict) is merged into any of them.
 """
@@ -15,7 +16,7 @@ import os
 
 from lackjail.errors import KitError
 from lackjail.kit.assembly.kit import Kit
-from lackjail.kit.assembly.kitfile import KIT_NAME_RE, find_kit, list_kits, read_kit
+from lackjail.kit.assembly.kitfile import BUNDLED_DIR, KIT_NAME_RE, find_kit, list_kits, read_kit
 from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
 from lackjail.kit.tools.packs import Pack
 from lackjail.kit.tools.toolspec import ToolSpec, check_identifier
@@ -167,7 +168,7 @@ def resolve_kit(
         builder.entries, builder.packs = dict(spec.specs), dict(spec.packs)
     elif spec is None or spec == "none":
         builder, name = _Builder(box, "kit 'none'"), "none"
-    elif isinstance(spec, str) and "," not in spec and _is_kit_file(spec, folder):
+    elif isinstance(spec, str) and "," not in spec and _is_kit_file(spec, folder, box):
         kit_file = read_kit(
             spec if spec.endswith(".kit") else find_kit(spec, folder),
             workspace=folder if workspace is None else workspace,
@@ -197,10 +198,15 @@ def resolve_kit(
     return Kit(name, description, builder.entries, builder.packs, docs, box)
 
 
-def _is_kit_file(spec: str, folder: str) -> bool:
-    """True when SPEC names a kit file: a path ending in .kit, or a kit found in the workspace or
-    bundled.
+def _is_kit_file(spec: str, folder: str, box: Toolbox) -> bool:
+    """True when SPEC names a kit file: a path ending in .kit, a bundled kit, or a workspace kit
+    whose name is not a tool or pack of BOX (`--kit read_file` is the tool, whatever the
+    workspace holds).
     """
     if spec.endswith(".kit"):
         return True
-    return bool(KIT_NAME_RE.fullmatch(spec)) and find_kit(spec, folder) is not None
+    if not KIT_NAME_RE.fullmatch(spec):
+        return False
+    if (BUNDLED_DIR / f"{spec}.kit").is_file():
+        return True
+    return spec not in box.tools and spec not in box.packs and find_kit(spec, folder) is not None

@@ -8,6 +8,12 @@ timeout, checks the result is plain data, merges the call's staged writes
 (verifying them), and records the trace entry itself. It never raises for
 anything the program did: every failure is a CallOutcome with an error and,
 for a refusal or a spent budget, a verdict that ends the run.
+
+The trace is bounded: one entry shows at most TRACE_ARGS_CHARS of rendered
+arguments (then a marker says how many were cut), and once a run's trace has
+passed TRACE_MAX_BYTES or TRACE_MAX_ENTRIES, the next call ends the run with
+the verdict `limit`: a program calling in a loop cannot grow the controller
+or its result without end.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from lackjail.errors import RunOutOfTime, ToolCallError, ToolDenied
+from lackjail.errors import LimitExceeded, RunOutOfTime, ToolCallError, ToolDenied
 from lackjail.kit.calls.budget import Budget
 from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
 from lackjail.kit.tools.providers import ToolContext
@@ -27,6 +33,10 @@ from lackjail.workspace.protect import Protection
 from lackjail.workspace.transaction import Workspace
 
 MAX_ERROR_CHARS = 2000
+TRACE_ARGS_CHARS = 4096  # rendered arguments (and keywords) one trace entry shows
+TRACE_MAX_BYTES = 4 << 20  # rendered trace of one run (estimated as its JSON size)
+TRACE_MAX_ENTRIES = 50_000  # entries of one run's trace
+ENTRY_CHARS = 160  # what an entry's other fields count toward TRACE_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -52,12 +62,13 @@ class ToolSession:
         if self._owns_workspace:
             self.workspace = Workspace(workspace, protection=protection)
         else:
-            workspace.protection = protection
+            workspace.protect(protection)
             self.workspace = workspace
         self.approve = approve
         self.on_event = on_event
         self.dry_run = dry_run
         self.trace: list[dict] = []
+        self._trace_bytes = 0
         self.budget = Budget(self.policy.limits)
         self._host = set(kit.host_tools)
         self._lock = threading.Lock()
@@ -79,6 +90,7 @@ class ToolSession:
                 "tool": name if self._known(name) else display(name, 60),
             }
             try:
+                self._check_trace()
                 outcome = self._dispatch(name, args, kwargs, entry, deadline)
             except ToolCallError as exc:
                 outcome = CallOutcome(False, None, _message(exc), exc.verdict)
@@ -97,9 +109,20 @@ class ToolSession:
             if outcome.verdict:
                 entry["verdict"] = outcome.verdict
             self.trace.append(entry)
+            self._trace_bytes += _size(entry.get("args")) + _size(entry.get("kwargs"))
+            self._trace_bytes += ENTRY_CHARS + len(entry.get("error") or "")
         if self.on_event is not None:
             self.on_event(dict(entry))
         return outcome
+
+    def _check_trace(self) -> None:
+        """End the run (verdict `limit`) once its trace has reached its bounds."""
+        if self._trace_bytes >= TRACE_MAX_BYTES or len(self.trace) >= TRACE_MAX_ENTRIES:
+            raise LimitExceeded(
+                f"the trace of this run reached its bound ({len(self.trace)} calls, about "
+                f"{self._trace_bytes} bytes; at most {TRACE_MAX_ENTRIES} calls or "
+                f"{TRACE_MAX_BYTES} bytes): make fewer tool calls, or smaller ones"
+            )
 
     def _known(self, name) -> bool:
         return type(name) is str and name in self._host
@@ -125,12 +148,9 @@ class ToolSession:
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
         args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
-        entry["args"] = [display(a, quote=False) for a in args]
+        entry["args"], kept = _render(args, TRACE_ARGS_CHARS)
         if kwargs:
-            entry["kwargs"] = {
-                k if k.isidentifier() and len(k) <= 40 else display(k, 40): display(v, quote=False)
-                for k, v in kwargs.items()
-            }
+            entry["kwargs"], _ = _render(kwargs, TRACE_ARGS_CHARS - kept)
         spec = self.kit.specs[name]
         bound = spec.bind(name, args, kwargs)
         self._check_policy(name, spec)
@@ -290,6 +310,39 @@ class _ToolThread:
             return self._results.get(timeout=timeout)
         except queue.Empty:
             return None
+
+
+def _render(values, budget: int) -> tuple:
+    """VALUES (a list of arguments, or a dict of keywords) rendered for the trace, within
+    BUDGET characters: once it is spent, a marker says how many were cut. Also the size used."""
+    keyed = type(values) is dict
+    items: list[tuple[str, Any]] = list(values.items()) if keyed else [("", v) for v in values]
+    shown: list = []  # (key, rendering)
+    used = 0
+    for index, (key, value) in enumerate(items):
+        if keyed and not (key.isidentifier() and len(key) <= 40):
+            key = display(key, 40)
+        rendering = display(value, quote=False)
+        size = _size(rendering) + len(key) + (4 if keyed else 2)
+        if used + size > budget:
+            cut = f"…(+{len(items) - index} more cut: a trace entry shows {TRACE_ARGS_CHARS} chars)"
+            shown.append(("…", cut))
+            break
+        used += size
+        shown.append((key, rendering))
+    return (dict(shown) if keyed else [r for _, r in shown]), used
+
+
+def _size(shown) -> int:
+    """About the JSON size of a rendered value (`display` bounds its depth and width)."""
+    kind = type(shown)
+    if kind is str:
+        return len(shown) + 2
+    if kind is list:
+        return 2 + sum(_size(v) + 2 for v in shown)
+    if kind is dict:
+        return 2 + sum(len(k) + 4 + _size(v) for k, v in shown.items())
+    return 8
 
 
 def _describe(exc: BaseException) -> str:

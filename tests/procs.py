@@ -1,4 +1,4 @@
-"""Process accounting for fault injection: the processes of each jail, and leftovers."""
+"""Process accounting for the tests: the processes of each jail, and leftovers."""
 
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ def jail_processes(jail) -> list[tuple[int, int | None, list[int]]]:
     return out
 
 
-def descendants() -> set[int]:
-    """Live (non-zombie) processes below this test process."""
+def descendants(zombies: bool = False) -> set[int]:
+    """Live processes below this test process (ZOMBIES: and those nobody reaped)."""
     out = set()
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if zombies or proc.status() != psutil.STATUS_ZOMBIE:
                 out.add(proc.pid)
         except psutil.NoSuchProcess:
             pass
