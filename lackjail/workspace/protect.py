@@ -99,6 +99,12 @@ def rule_matches(rule: str, rel: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _rule_regex(rule: str) -> re.Pattern:
+    lead = "" if rule.startswith("/") else "(?:.*/)?"
+    return re.compile(f"{lead}{_rule_body(rule)}(?:/.*)?\\Z", re.DOTALL)
+
+
+def _rule_body(rule: str) -> str:
+    """RULE's regex without its lead (`(?:.*/)?` unless anchored) and its tail."""
     segments = [seg for seg in rule.split("/") if seg]
     body = ""
     for i, seg in enumerate(segments):
@@ -107,14 +113,7 @@ def _rule_regex(rule: str) -> re.Pattern:
             body += ".*" if last else "(?:[^/]*/)*"
         else:
             body += _segment_regex(seg) + ("" if last else "/")
-    lead = "" if rule.startswith("/") else "(?:.*/)?"
-    return re.compile(f"{lead}{body}(?:/.*)?\\Z", re.DOTALL)
-
-
-def _rule_body(rule: str) -> str:
-    """RULE's regex without its lead (`(?:.*/)?` unless anchored) and its tail."""
-    pattern = _rule_regex(rule).pattern
-    return pattern[(0 if rule.startswith("/") else len("(?:.*/)?")) : -len("(?:/.*)?\\Z")]
+    return body
 
 
 def _segment_regex(seg: str) -> str:
