@@ -121,6 +121,13 @@ RULEBOOK = {
         "x = isinstance('a', str)",
         "lackpy",
     ),
+    "attribute-name": (
+        "getattr, hasattr and setattr name no '_' attribute and no frame, code, generator, "
+        "traceback, type or format attribute (the jail refuses one built at run time too)",
+        "x = getattr(1, 'f_back', None)",
+        "x = getattr(1, 'real', None)",
+        "python",
+    ),
     "format-attribute": (
         "no attribute named 'format' or 'format_map' (format fields look up attributes; "
         "the extended level allows '.format' on a string literal whose fields name no "

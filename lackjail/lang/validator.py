@@ -24,6 +24,7 @@ from .grammar import (
     INTERNAL_ATTRIBUTES,
     LANGUAGES,
     LEVELS,
+    attribute_refused,
 )
 from .limits import ProgramLimits
 from .source import SourceError, prepare
@@ -171,6 +172,8 @@ def _plain_fields(text, depth=0) -> bool:
     return True
 
 
+# The builtins that take an attribute's name as a string (the jail's own, guarded).
+_BY_NAME = frozenset({"getattr", "hasattr", "setattr"})
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 # A module's own data, as scripts set it: no meaning to the interpreter or the jail.
 _MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
@@ -636,6 +639,8 @@ class _Walker:
         visit = self.visit
         if kind is _NAME:
             ident = func.id
+            if ident in _BY_NAME and self.python and not self.bound(ident):
+                self.attribute_by_name(node)
             if ident in CALL_ONLY and self.python and not self.bound(ident):
                 self.call_only(node, depth)
             elif ident in names.callable:
@@ -1282,6 +1287,22 @@ class _Walker:
             scope.names.discard(name)
 
     # -- the python level -----------------------------------------------------
+
+    def attribute_by_name(self, node):
+        """getattr/hasattr/setattr with a literal name: the name the jail's own would refuse
+        when called (attribute_refused), rejected here already."""
+        if len(node.args) < 2:
+            return
+        name = node.args[1]
+        if name.__class__ is ast.Constant and name.value.__class__ is str:
+            if attribute_refused(name.value):
+                self.error(
+                    "attribute-name",
+                    f"{node.func.id}() must not name {name.value!r}: no '_' name, and no "
+                    "frame, code, generator, traceback, type or format attribute",
+                    name.lineno,
+                    name.col_offset,
+                )
 
     def python_attribute(self, node) -> bool:
         """The '_' attributes the python level reads or writes: `self._x`, a private
