@@ -234,7 +234,10 @@ def test_markdown_table_has_a_row_per_goal_and_figure():
     assert "| fresh p50, spares ready | 500.0 us | <= 250 us (250.0) | 2.00 (not met) |" in table
     assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
     assert f"| {bench.MONTY} | not installed | - | - |" in table
-    assert len(table) == 2 + len(goals(figures)) + len(figures)
+    assert len(table) == 2 + len(goals(figures)) + len(figures)  # no floor: no ratio table
+    figures.update({bench.LEAN_REUSE_US: 40.0})
+    table = _markdown(figures, goals(figures)).splitlines()
+    assert "| reuse p50 vs lean persistent worker | 80.0 | 40.0 | 2.00x | <= 2x |" in table
 
 
 def test_help_has_examples():
