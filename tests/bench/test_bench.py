@@ -322,6 +322,9 @@ def test_the_workers_sweep_measures_throughput_at_each_count(require_nsjail):
         assert figures[bench.SWEEP_FRESH.format(count)] > 0
         assert figures[bench.SWEEP_REUSE.format(count)] > 0
     assert bench.SWEEP_FRESH.format(2) not in figures
+    # a sweep's figure never takes the name of a section's (2 workers is both)
+    names = {v for k, v in vars(bench).items() if k.isupper() and isinstance(v, str)}
+    assert not {bench.SWEEP_FRESH.format(2), bench.SWEEP_REUSE.format(2)} & names
 
 
 @pytest.mark.parametrize("value", ["0", "two", "1,,2", "100000"])
