@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 
+from lackjail.errors import HostError
 from lackjail.workspace.commit import private_dir
 from lackjail.workspace.hostfs import explain, open_regular_at, read_fd, write_whole
 
@@ -24,8 +25,9 @@ TOKEN_BYTES = 32
 MAX_TOKEN_CHARS = 256
 
 
-class TokenError(OSError):
-    """The token file cannot be made or used; the message names it and the fix."""
+class TokenError(HostError, OSError):
+    """The token file cannot be made or used (this host's state); the message names it and
+    the fix."""
 
 
 def token_folder() -> str:
