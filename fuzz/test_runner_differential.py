@@ -833,6 +833,14 @@ PYTHON_SHAPES = {
         "def produce():\n{body4}\n    yield {last}\n    yield from [1, 2]\n"
         "    return 'done'\ng = produce()\n[next(g), list(g)]"
     ),
+    "match": (
+        "{body0}\nmatch {last}:\n    case bool(b):\n        res = ('bool', b)\n"
+        "    case int(real=r) if r > 2:\n        res = ('int', r)\n"
+        "    case [first, *rest]:\n        res = ('seq', first, len(rest))\n"
+        "    case {{'a': v, **others}}:\n        res = ('map', v, len(others))\n"
+        "    case str() as text:\n        res = ('str', len(text))\n"
+        "    case None | 0:\n        res = ('nothing',)\n    case _:\n        res = ('other',)\nres"
+    ),
     "globals": (
         "import json\ntotal = 0\ndef bump(n):\n    global total\n    total += n\n"
         "    return total\n{body0}\nbump(1)\nbump(2)\n"
@@ -843,8 +851,8 @@ PYTHON_SHAPES = {
 
 @st.composite
 def python_programs(draw):
-    """A typed program inside a class's method, a decorated function, a generator, next to a
-    dataclass, inside a `with` over the program's context manager, or with an import and
+    """A typed program inside a class's method, a decorated function, a generator, a match,
+    next to a dataclass, inside a `with` over the program's context manager, or with an import and
     `global`: what the python level adds, on programs whose plain-Python answer is known."""
     src, params = draw(programs())
     body, last = _split_last(src)

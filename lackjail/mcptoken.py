@@ -26,8 +26,7 @@ MAX_TOKEN_CHARS = 256
 
 
 class TokenError(HostError, OSError):
-    """The token file cannot be made or used (this host's state); the message names it and
-    the fix."""
+    """The token file cannot be made or used; the message names it and the fix."""
 
 
 def token_folder() -> str:

@@ -68,7 +68,7 @@ EXTENDED_NODES = (
 )
 
 # What the python level adds to the extended level's nodes. Still rejected there:
-# async/await, match, try/except*, type parameters and `type` aliases.
+# async/await, try/except*, type parameters and `type` aliases.
 PYTHON_NODES = (
     ast.ClassDef,
     ast.Import,
@@ -83,6 +83,16 @@ PYTHON_NODES = (
     ast.AnnAssign,
     ast.Yield,
     ast.YieldFrom,
+    ast.Match,
+    ast.match_case,
+    ast.MatchValue,
+    ast.MatchSingleton,
+    ast.MatchSequence,
+    ast.MatchMapping,
+    ast.MatchClass,
+    ast.MatchStar,
+    ast.MatchAs,
+    ast.MatchOr,
 )
 
 # Exception classes a program at the extended level may name (catch, raise,

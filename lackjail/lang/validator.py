@@ -1474,6 +1474,74 @@ class _Walker:
         if node.value is not None:
             self.visit(node.value, depth)
 
+    def v_match(self, node, depth):
+        self.visit(node.subject, depth)
+        for case in node.cases:
+            self.enter(case, depth)
+            self.pattern(case.pattern, depth + 1)
+            if case.guard is not None:
+                self.visit(case.guard, depth + 1)
+            self.block(case.body, depth + 1)
+
+    def pattern(self, node, depth):
+        """A `case` pattern: its values are expressions, its names bindings, and a class
+        pattern's keywords are attribute names, checked as any attribute's."""
+        self.enter(node, depth)
+        kind = node.__class__
+        if kind is ast.MatchValue:
+            self.visit(node.value, depth + 1)
+        elif kind is ast.MatchSequence or kind is ast.MatchOr:
+            for item in node.patterns:
+                self.pattern(item, depth + 1)
+        elif kind is ast.MatchMapping:
+            for key in node.keys:
+                self.visit(key, depth + 1)
+            for item in node.patterns:
+                self.pattern(item, depth + 1)
+            if node.rest is not None:
+                self.pattern_name(node.rest, node)
+        elif kind is ast.MatchClass:
+            self.visit(node.cls, depth + 1)
+            for item in node.patterns:
+                self.pattern(item, depth + 1)
+            for attr in node.kwd_attrs:
+                if (
+                    _is_dunder(attr)
+                    or attr.startswith(INTERNAL_ATTRIBUTE_PREFIXES)
+                    or (attr in INTERNAL_ATTRIBUTES or attr in FORMAT_ATTRIBUTES)
+                ):
+                    self.error(
+                        "dunder-attribute",
+                        f"a class pattern's keyword {attr}= reads an attribute that is off "
+                        "limits (a dunder, or a frame, code or format attribute)",
+                        node.lineno,
+                        node.col_offset,
+                    )
+            for item in node.kwd_patterns:
+                self.pattern(item, depth + 1)
+        elif kind is ast.MatchStar:
+            if node.name is not None:
+                self.pattern_name(node.name, node)
+        elif kind is ast.MatchAs:
+            if node.pattern is not None:
+                self.pattern(node.pattern, depth + 1)
+            if node.name is not None:
+                self.pattern_name(node.name, node)
+        elif kind is not ast.MatchSingleton:
+            self.forbidden(node)
+
+    def pattern_name(self, ident, node):
+        """A name a pattern binds (its place in the line is not in the tree)."""
+        if self.lines is not None and not ident.isascii():
+            self.error(
+                "non-ascii-identifier",
+                f"identifiers must be ASCII; {ident!r} is not",
+                node.lineno,
+                node.col_offset,
+            )
+        if self.check_name(ident, node.lineno, node.col_offset, "pattern name"):
+            self.bind(ident, node.lineno, node.col_offset)
+
     def v_with(self, node, depth):
         for item in node.items:
             self.enter(item, depth)
@@ -1586,6 +1654,7 @@ _PYTHON_HANDLERS = {
     ast.AnnAssign: _Walker.v_annassign,
     ast.Yield: _Walker.v_yield,
     ast.YieldFrom: _Walker.v_yield,
+    ast.Match: _Walker.v_match,
 }
 
 _LEVEL_HANDLERS = {"lackpy": _HANDLERS, "extended": _EXTENDED_HANDLERS, "python": _PYTHON_HANDLERS}
@@ -1758,7 +1827,10 @@ def validate_tree(
     if signatures and complete:
         from .calls import check_calls  # the host's check: the jail never loads it
 
-        check_calls(tree, signatures, walker.error)
+        try:
+            check_calls(tree, signatures, walker.error)
+        except Exception as exc:  # fail closed, as the walk does
+            walker.error("internal", f"tool call check error: {type(exc).__name__}: {exc}")
     if rules and complete:
         _apply_rules(rules, tree, walker)
     errors = walker.errors

@@ -69,6 +69,10 @@ ACCEPTED = [
     "print('x', end='', flush=True)",
     "from math import *\nx = sqrt(pi)",
     "__all__ = ['f']\n__version__ = '1.0'\nv = __version__",
+    "def f(p):\n    match p:\n        case {'k': v, **rest}:\n            return v\n"
+    "        case [a, *others] if a:\n            return others\n"
+    "        case int(real=r) | float(real=r):\n            return r\n"
+    "        case None:\n            return 0\n        case _:\n            return p",
     "def count(n):\n    i = 0\n    while i < n:\n        got = yield i\n        i += 1\n"
     "    return i\ndef both():\n    yield from count(2)\nx = list(both())",
     'class A:\n    """Implements __eq__ and __hash__ for __main__."""\n    pass',
@@ -155,7 +159,9 @@ REJECTED = [
     ("class A:\n    yield 1", "misplaced-statement"),
     ("def g():\n    x = yield\n    g.gi_frame", "internal-attribute"),
     ("async def f():\n    pass", "forbidden-node"),
-    ("match 1:\n    case 1:\n        pass", "forbidden-node"),
+    ("x = 1\nmatch x:\n    case object(__class__=c):\n        pass", "dunder-attribute"),
+    ("x = 1\nmatch x:\n    case int(gi_frame=f):\n        pass", "dunder-attribute"),
+    ("x = 1\nmatch x:\n    case [read_file]:\n        pass", "rebind-tool"),
     ("__name__ = 'x'", "dunder-name"),
     ("read_file = 1", "rebind-tool"),
     ("path = 1", "rebind-param"),
