@@ -79,6 +79,7 @@ DEFAULT_READ_DENY = (
     ".m2/settings-security.xml", ".gradle/gradle.properties", ".pgpass", ".my.cnf", ".s3cfg",
     ".boto", ".azure", ".terraform.d/credentials.tfrc.json", ".terraformrc", ".vault-token",
     ".password-store", ".local/share/keyrings", ".config/rclone",
+    "lackjail/mcp/token",  # the bearer token of `lackjail serve --http`, wherever the state is
     # the class: credential-like names in tools' hidden config folders, and hidden files so named
     ".*/**/*[Cc]redential*", ".*/**/*[Tt]oken*", ".*/**/*[Ss]ecret*",
     ".*[Cc]redential*", ".*[Tt]oken*", ".*[Ss]ecret*",
