@@ -32,6 +32,11 @@ TIME_BOUND = 1.0
 
 TOOLS = ("read_file", "fs.*")
 PARAMS = ("path",)
+# the tools' signatures, so that every fuzzed program's tool calls are checked too
+SIGNATURES = {
+    "read_file": (("path", ("str",), True),),
+    "fs.read": (("path", ("str", "None"), True), ("limit", ("int",), False)),
+}
 
 # The language, restated independently of lackjail.lang.grammar.
 ALLOWED_NODES = {
@@ -216,7 +221,7 @@ def assert_obeys_language(source):
 def coherent(source, language: str) -> ValidationResult:
     """Validate SOURCE at LANGUAGE: no exception, within the time bound, a coherent result."""
     started = time.thread_time()
-    result = validate(source, tools=TOOLS, params=PARAMS, language=language)
+    result = validate(source, tools=TOOLS, params=PARAMS, language=language, signatures=SIGNATURES)
     assert time.thread_time() - started < TIME_BOUND
     assert isinstance(result, ValidationResult)
     assert result.valid == (not result.errors)
@@ -645,7 +650,7 @@ def checked_extended(source) -> ValidationResult:
     if result.valid:
         assert_obeys_extended(source)
         # what lackpy accepts, extended accepts too
-    if validate(source, tools=TOOLS, params=PARAMS).valid:
+    if validate(source, tools=TOOLS, params=PARAMS, signatures=SIGNATURES).valid:
         assert result.valid, result.errors
     return result
 
@@ -724,7 +729,9 @@ def test_the_extended_generator_reaches_accepted_programs():
     found = find(
         EXTENDED_PROGRAMS,
         lambda s: (
-            validate(s, tools=TOOLS, params=PARAMS, language="extended").valid
+            validate(
+                s, tools=TOOLS, params=PARAMS, language="extended", signatures=SIGNATURES
+            ).valid
             and ("except" in s or "def " in s or "while" in s)
         ),
         settings=settings(max_examples=5000, deadline=None, database=None),
@@ -923,7 +930,9 @@ def checked_python(source) -> ValidationResult:
         assert_obeys_python(source)
         for call in result.calls:  # calls are of callables, never of a tool's attribute
             assert call in PY_CALLABLE or call.startswith("fs.") or call[0].isupper(), call
-    if validate(source, tools=TOOLS, params=PARAMS, language="extended").valid:
+    if validate(
+        source, tools=TOOLS, params=PARAMS, language="extended", signatures=SIGNATURES
+    ).valid:
         assert result.valid, result.errors
     return result
 

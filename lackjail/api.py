@@ -14,7 +14,6 @@ writes the trace), and builds the Result.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import os
@@ -22,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackjail import fanout, lang
 from lackjail.checker import Checker
@@ -31,6 +30,9 @@ from lackjail.pool import Pool, Request
 from lackjail.result import Result, stats
 from lackjail.sessions import AsyncSession, Session, Sessions
 from lackjail.workspace.hostfs import Root
+
+if TYPE_CHECKING:
+    import asyncio
 
 _DONE = object()  # the end of an AsyncJail.map
 
@@ -402,11 +404,12 @@ class Jail:
         if kit is None and not extra_tools and not tools:
             return None
         from lackjail.kit import Kit, Toolbox, resolve_kit
-        from lackjail.kit.tools.callables import CallableProvider, callable_specs
 
         resolved = resolve_kit(kit, workspace=self._root, extra_tools=extra_tools)
         if not tools:
             return resolved
+        from lackjail.kit.tools.callables import CallableProvider, callable_specs  # asyncio
+
         box = Toolbox()  # the kit's, and this Jail's callables: a caller's toolbox stays as it was
         box.providers, box.tools, box.packs = (
             dict(resolved.toolbox.providers),
@@ -447,6 +450,8 @@ def _streamed(run: Callable[[Callable], Result]) -> Iterator[dict | Result]:
 
 async def _astreamed(stream: Callable[[], Iterator]) -> AsyncIterator:
     """The items of the iterator STREAM() makes, iterated on a thread, delivered to the loop."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
 
@@ -509,6 +514,8 @@ class AsyncJail:
         self.jail: Jail | None = None
 
     async def __aenter__(self) -> AsyncJail:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         self.jail = await asyncio.to_thread(lambda: Jail(**self._kwargs, tool_loop=loop))
         return self
@@ -517,6 +524,8 @@ class AsyncJail:
         await self.aclose()
 
     async def aclose(self) -> None:
+        import asyncio
+
         if self.jail is not None:
             await asyncio.to_thread(self.jail.close)
 
@@ -537,6 +546,8 @@ class AsyncJail:
         approve: Approver | None = None,
     ) -> Result:
         """See Jail.run."""
+        import asyncio
+
         return await asyncio.to_thread(
             self._opened().run,
             program,
@@ -591,6 +602,8 @@ class AsyncJail:
         memory_mb: int | None = None,
     ) -> AsyncIterator[Result]:
         """Async iterator over the same Results, in the same order, as Jail.map."""
+        import asyncio
+
         jail = self._opened()
         mapped = jail.map(
             programs,

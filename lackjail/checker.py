@@ -58,7 +58,7 @@ class Checker:
         kit = _resolved(kit, workspace)
         self.tools, self.calls = _tool_names(kit)
         self.signatures = _signatures(kit)
-        self.hints = {n: h for n, h in bundled_hints().items() if n not in self.tools}
+        self.hints = _Hints(self.tools)
         self.limits = lang.ProgramLimits(max_source_bytes=self.policy.limits.program_bytes)
         self.rules = tuple(rules)
         self.level_hint = LEVEL_HINTS[audience]
@@ -230,6 +230,17 @@ def _signatures(kit) -> dict:
             params.append((arg.name, None if "Any" in types else types, arg.required))
         signatures[call] = tuple(params)
     return signatures
+
+
+class _Hints:
+    """The bundled kits' hints for names that are not among TOOLS, read on the first unknown
+    name: building them resolves every bundled kit, which a valid program never needs."""
+
+    def __init__(self, tools):
+        self.tools = tools
+
+    def get(self, name):
+        return None if name in self.tools else bundled_hints().get(name)
 
 
 @functools.cache

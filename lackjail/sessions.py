@@ -16,7 +16,6 @@ left idle for `pool.session_idle_s` (or the session's own idle timeout).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -246,7 +245,9 @@ class AsyncSession:
         """Start the session's jail (done by `async with` and the first run)."""
         if self.session is None:
             jail = self._ajail._opened()
-            self.session = await asyncio.to_thread(jail.session, self.idle_timeout_s)
+            from asyncio import to_thread
+
+            self.session = await to_thread(jail.session, self.idle_timeout_s)
         return self
 
     async def __aenter__(self) -> AsyncSession:
@@ -262,7 +263,9 @@ class AsyncSession:
 
     async def aclose(self) -> None:
         if self.session is not None:
-            await asyncio.to_thread(self.session.close)
+            from asyncio import to_thread
+
+            await to_thread(self.session.close)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -280,7 +283,9 @@ class AsyncSession:
     ) -> Result:
         """See Session.run."""
         session = await self._session()
-        return await asyncio.to_thread(
+        from asyncio import to_thread
+
+        return await to_thread(
             session.run,
             program,
             params,

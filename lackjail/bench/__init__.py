@@ -15,19 +15,26 @@ from lackjail.bench.anchors import lackpy_figures, monty_figures
 from lackjail.bench.batch import batch_figures
 from lackjail.bench.figures import Figures, merge
 from lackjail.bench.floor import exec_baseline, handoff_us, validate_figures
-from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures
+from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures, workers_figures
+from lackjail.bench.lean import lean_figures
+from lackjail.bench.startup import startup_figures
 from lackjail.bench.tools import tool_call_figures
 
 # in the order they run
-SECTIONS = ("floor", "fresh", "reuse", "landlock", "tools", "anchors", "batch")
+SECTIONS = ("floor", "lean", "fresh", "reuse", "landlock", "tools", "anchors", "batch", "cli")
 
 
-def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
-    """Run the chosen sections in order; ON_SECTION(title, part) sees each as it ends."""
+def measure(n=500, isolation=None, sections=None, on_section=None, workers=()) -> Figures:
+    """Run the chosen sections in order, then the sweep over WORKERS (worker counts) if any;
+    ON_SECTION(title, part) sees each as it ends."""
     steps = {
         "floor": (
             "the floor: validation and an unconfined exec",
             lambda: merge(validate_figures(), exec_baseline(), handoff_us()),
+        ),
+        "lean": (
+            "the lean floor: the simplest jailed designs, in nsjail, this run",
+            lambda: lean_figures(n),
         ),
         "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
         "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),
@@ -41,9 +48,14 @@ def measure(n=500, isolation=None, sections=None, on_section=None) -> Figures:
             lambda: merge(monty_figures(n), lackpy_figures(n)),
         ),
         "batch": ("batch: Jail.map and lackjail batch", lambda: batch_figures(n, isolation)),
+        "cli": ("the command line: lackjail run, end to end", startup_figures),
+        "workers": (
+            f"throughput by worker count: {', '.join(map(str, workers))}",
+            lambda: workers_figures(workers, n, isolation),
+        ),
     }
     figures = Figures()
-    for name in sections or SECTIONS:
+    for name in (*(sections or SECTIONS), *(("workers",) if workers else ())):
         title, step = steps[name]
         part = step()
         figures = merge(figures, part)

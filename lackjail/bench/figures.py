@@ -35,6 +35,19 @@ BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
 VALIDATE = "validate trivial (median us)"
 VALIDATE_IDLE = "validate trivial after 10 ms idle (median us)"
+VALIDATE_NEW = "validate, a new program each call (median us)"
+CHECK_NEW = "lackjail.check, a new program each call (median us)"
+# the lean floor (lean.py): the simplest jailed designs, measured in the same run
+LEAN_FORK_RPS = "lean floor: fork per request, 2 workers (runs/s)"
+LEAN_WARM_CHILD = "lean floor: forked-ahead warm child p50, spares ready (us)"
+LEAN_REUSE_RPS = "lean floor: persistent jailed worker, 2 clients (runs/s)"
+LEAN_REUSE_US = "lean floor: persistent jailed worker p50 (us)"
+# the command line, end to end (startup.py)
+CLI_RUN = "lackjail run of a trivial program, end to end (ms)"
+BARE_START = "bare interpreter start, python -I -S -c pass (ms)"
+# the workers sweep (--workers): throughput by worker count
+SWEEP_FRESH = "workers={}: fresh throughput, Jail.map (runs/s)"
+SWEEP_REUSE = "workers={}: reuse throughput (runs/s)"
 # the same figures at the landlock level (no namespaces), beside nsjail's
 LANDLOCK_COLD = "landlock: cold start to first result (ms)"
 LANDLOCK_FRESH = "landlock: fresh p50, back to back (us)"

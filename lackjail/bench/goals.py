@@ -6,13 +6,20 @@ import os
 from dataclasses import dataclass
 
 from lackjail.bench.figures import (
+    BARE_START,
     BENEATH,
+    CHECK_NEW,
+    CLI_RUN,
     COLD,
     FRESH_B2B,
     FRESH_SPARE,
     FRESH_SPARE_P99,
     HANDOFF,
     LACKPY,
+    LEAN_FORK_RPS,
+    LEAN_REUSE_RPS,
+    LEAN_REUSE_US,
+    LEAN_WARM_CHILD,
     MAP,
     MAP_LOAD,
     MONTY,
@@ -25,9 +32,39 @@ from lackjail.bench.figures import (
     TPUT_REUSE,
     VALIDATE,
     VALIDATE_IDLE,
+    VALIDATE_NEW,
     ZYGOTE_START,
     Figures,
 )
+
+# (what is compared, lackjail's figure, its floor in the same run, goal as a factor of the
+# floor, whether the goal is a floor (throughput) or a ceiling)
+FLOORS = (
+    ("fresh throughput (Jail.map) vs lean fork per request", MAP, LEAN_FORK_RPS, 0.8, True),
+    ("fresh p50, spares ready vs lean warm child", FRESH_SPARE, LEAN_WARM_CHILD, 2.0, False),
+    ("reuse throughput vs lean persistent worker", TPUT_REUSE, LEAN_REUSE_RPS, 0.33, True),
+    ("reuse p50 vs lean persistent worker", REUSE, LEAN_REUSE_US, 2.0, False),
+    ("lackjail.check vs the validator alone", CHECK_NEW, VALIDATE_NEW, 1.5, False),
+    ("lackjail run end to end vs a bare interpreter start", CLI_RUN, BARE_START, 5.0, False),
+)  # fmt: skip
+
+
+def floor_ratios(f: Figures) -> list[dict]:
+    """Each lackjail figure over its floor measured in the same run (None where either is
+    missing): the plain ratio, beside the goal's factor."""
+    rows = []
+    for label, mine, floor, factor, at_least in FLOORS:
+        ok = f.get(mine) is not None and f.get(floor)
+        rows.append(
+            {
+                "figure": label,
+                "lackjail": f.get(mine),
+                "floor": f.get(floor),
+                "ratio": f[mine] / f[floor] if ok else None,
+                "goal": f"{'>=' if at_least else '<='} {factor:g}x",
+            }
+        )
+    return rows
 
 
 @dataclass
@@ -127,6 +164,18 @@ def goals(f: Figures) -> list[Goal]:
             scaled(TPUT_FRESH, 0.9),
             True,
             why=f.unavailable.get(MAP, ""),
+        ),
+        *(
+            Goal(
+                label,
+                f.get(mine),
+                "runs/s" if at_least else ("ms" if mine == CLI_RUN else "us"),
+                f"{'>=' if at_least else '<='} {factor:g}x the floor",
+                scaled(floor, factor),
+                at_least,
+                why=anchor_why(floor) or anchor_why(mine),
+            )
+            for label, mine, floor, factor, at_least in FLOORS
         ),
         Goal("cold start to first result", f.get(COLD), "ms", "<= 40 ms", 40.0),
         Goal("confined resolution per host file access", f.get(BENEATH), "us", "< 15 us", 15.0),

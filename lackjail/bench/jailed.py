@@ -27,6 +27,8 @@ from lackjail.bench.figures import (
     REUSE_SAME,
     SESSION,
     SPACING_S,
+    SWEEP_FRESH,
+    SWEEP_REUSE,
     TPUT_FRESH,
     TPUT_REUSE,
     WORKERS,
@@ -373,3 +375,24 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
         f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v
         for k, v in out.items()
     }
+
+
+def workers_figures(counts, n=500, isolation=None) -> Figures:
+    """Fresh (`Jail.map`) and reuse throughput for each worker count in COUNTS: how the pool
+    scales with the jails it keeps (reuse from twice as many caller threads as workers)."""
+    from lackjail.api import Jail
+
+    figures = Figures()
+    for count in counts:
+        with Jail(workers=count, isolation=isolation) as jail:
+            ensure_ok(jail.run(TRIVIAL))
+            settle(jail, count)
+            began = time.perf_counter()
+            for result in jail.map([fresh_program() for _ in range(n * 2)]):
+                ensure_ok(result)
+            figures[SWEEP_FRESH.format(count)] = n * 2 / (time.perf_counter() - began)
+        with Jail(workers=count, mode="reuse", isolation=isolation) as jail:
+            ensure_ok(jail.run(TRIVIAL))
+            settle(jail, count)
+            figures[SWEEP_REUSE.format(count)] = throughput(jail, 2 * count, n * 4)["runs/s"]
+    return figures

@@ -6,7 +6,10 @@ Exit codes, the same for every subcommand, are decided in one place: `main`.
 """
 
 import importlib
+import os
 import sys
+import threading
+from typing import NoReturn
 
 import click
 
@@ -145,4 +148,19 @@ def main(argv: list[str] | None = None) -> None:
             f"lackjail: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True
         )
         code = EXIT_FAILED
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if argv is None and threading.active_count() == 1:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the console command without the interpreter's teardown (~30-70 ms of freeing every
+    module): only once nothing is left to finish, the command's Jail closed (its supervisor
+    thread gone) and no other thread running; the output is flushed first."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader gone, or a stream closed: nothing to write
+        code = code or EXIT_FAILED
+    os._exit(code)

@@ -30,11 +30,17 @@ def _shown(value) -> str:
     type=click.Choice(SECTIONS),
     help="Measure only this section (repeatable): e.g. to profile one kind of run.",
 )
+@click.option(
+    "--workers",
+    "sweep",
+    metavar="N,N,...",
+    help="Also measure fresh and reuse throughput at each of these worker counts (e.g. 1,2,4).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @click.option(
     "--markdown", is_flag=True, help="Print the README's table (figure, measured, goal, ratio)."
 )
-def bench(runs, load, isolation, sections, as_json, markdown):
+def bench(runs, load, isolation, sections, sweep, as_json, markdown):
     """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
     anchors (pydantic-monty, lackpy: the `bench` extra), and judge the goals.
 
@@ -47,16 +53,18 @@ def bench(runs, load, isolation, sections, as_json, markdown):
       lackjail bench -n 100 --json          # quicker, machine-readable
       lackjail bench --only fresh -n 2000   # one section, e.g. under py-spy
       lackjail bench --markdown             # the README's table
+      lackjail bench --only lean --only fresh --workers 1,2,4
     """
     from lackjail.bench import measure
     from lackjail.bench.figures import MAP_LOAD, Figures
-    from lackjail.bench.goals import goals
+    from lackjail.bench.goals import floor_ratios, goals
     from lackjail.bench.jailed import load_figures, map_throughput
     from lackjail.bench.programs import SHAPE
 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     quiet = as_json or markdown
+    counts = _worker_counts(sweep) if sweep else ()
 
     def show(title, part):
         if quiet:
@@ -72,7 +80,7 @@ def bench(runs, load, isolation, sections, as_json, markdown):
             f"lackjail bench: {runs} runs per latency figure, program {SHAPE!r} with a new "
             "N for every run"
         )
-    figures = measure(runs, isolation, sections or SECTIONS, on_section=show)
+    figures = measure(runs, isolation, sections or SECTIONS, on_section=show, workers=counts)
     if load:
         part = Figures()
         part.update(load_figures())
@@ -86,12 +94,19 @@ def bench(runs, load, isolation, sections, as_json, markdown):
                 "figures": dict(figures),
                 "unavailable": figures.unavailable,
                 "goals": [g.to_dict() for g in judged],
+                "floor_ratios": floor_ratios(figures),
             }
         )
         return
     if markdown:
         click.echo(_markdown(figures, judged))
         return
+    ratios = [r for r in floor_ratios(figures) if r["ratio"] is not None]
+    if ratios:
+        click.echo("\nagainst the floor, same run: lackjail's figure / the floor's")
+        for r in ratios:
+            figure, mine, floor = r["figure"], _shown(r["lackjail"]), _shown(r["floor"])
+            click.echo(f"  {figure:<56} {mine:>14} / {floor:<14} {r['ratio']:7.2f}x  {r['goal']}")
     if not judged:
         return
     click.echo("\ngoals, ratio = measured / goal, same run")
@@ -109,8 +124,28 @@ def bench(runs, load, isolation, sections, as_json, markdown):
             click.echo(f"  {g.figure}: {g.where}")
 
 
+def _worker_counts(text: str) -> tuple[int, ...]:
+    """--workers N,N,...: each a worker count the pool accepts."""
+    from lackjail.policy import MAX_WORKERS
+
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or not all(1 <= c <= MAX_WORKERS for c in counts):
+        raise click.BadParameter(
+            f"a comma-separated list of worker counts from 1 to {MAX_WORKERS}, e.g. 1,2,4; "
+            f"not {text!r}",
+            param_hint="--workers",
+        )
+    return counts
+
+
 def _markdown(figures, judged) -> str:
-    """The README's benchmark table: the goals first, then the other figures of this run."""
+    """The README's benchmark table: the goals first, then the other figures of this run, then
+    each figure over its floor."""
+    from lackjail.bench.goals import floor_ratios
+
     rows = ["| figure | measured | goal | ratio |", "| --- | --- | --- | --- |"]
     for g in judged:
         measured = (g.why or "-") if g.measured is None else f"{_shown(g.measured)} {g.unit}"
@@ -120,6 +155,15 @@ def _markdown(figures, judged) -> str:
     for key, value in figures.items():
         shown = figures.unavailable.get(key, "-") if value is None else _shown(value)
         rows.append(f"| {key} | {shown} | - | - |")
+    ratios = [r for r in floor_ratios(figures) if r["ratio"] is not None]
+    if ratios:
+        rows += ["", "Against the floor, same run (lackjail's figure / the floor's):", ""]
+        rows += ["| figure | lackjail | floor | ratio | goal |", "| --- | --- | --- | --- | --- |"]
+        rows += [
+            f"| {r['figure']} | {_shown(r['lackjail'])} | {_shown(r['floor'])} | "
+            f"{r['ratio']:.2f}x | {r['goal']} |"
+            for r in ratios
+        ]
     unmet = [g for g in judged if g.met is False and g.where]
     if unmet:
         rows += ["", "Where the time goes, for each goal not met (this run's figures):", ""]

@@ -22,10 +22,11 @@ except ImportError as exc:  # the optional extra
         "install it: pip install 'lackjail[openai-agents]'"
     ) from None
 
+from lackjail.errors import InputError
 from lackjail.integrations.common import observation, session_of, tool_description
 
 
-class ProgramFailed(Exception):
+class ProgramFailed(InputError):
     """A program was rejected or failed; its text is what the model reads."""
 
 

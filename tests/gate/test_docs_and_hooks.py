@@ -69,3 +69,16 @@ def test_the_documented_pre_commit_rev_is_a_commit_with_these_hooks():
         assert shown.returncode == 0, shown.stderr
         used = set(re.findall(r"- id: (lackjail-[a-z-]+)", DOC))
         assert used and all(f"id: {hook}" in shown.stdout for hook in used)
+
+
+def test_the_workflow_installs_the_wheel_make_dist_builds_and_names_no_placeholder():
+    """The workflow works as written: the wheel it installs is the file `make dist` makes
+    (name and version from pyproject.toml), and no example asks the reader to fill in a name."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wheel = f"{project['name']}-{project['version']}-py3-none-any.whl"
+    installs = re.findall(r"pip install (\S+)", DOC)
+    assert installs == [f"ci/{wheel}"], installs
+    assert f"dist/{wheel}" in DOC  # where `make dist` leaves it
+    assert not re.search(r"\bOWNER\b|<[A-Z_]+>|example\.com", DOC)

@@ -3,6 +3,7 @@ trace reaches its bound ends with the verdict `limit`; a program calling in a lo
 calls cannot grow the controller or its result without end."""
 
 import json
+import tracemalloc
 
 import pytest
 
@@ -22,6 +23,22 @@ def test_a_call_refused_for_its_arity_keeps_only_a_few_kib_of_its_arguments(tmp_
     assert len(shown) <= calls.TRACE_ARGS_CHARS + 200
     assert entry["args"][-1].startswith("…(+") and "more cut" in entry["args"][-1]
     assert entry["args"][:3] == [0, 1, 2]
+
+
+def test_the_controller_keeps_a_few_kib_per_refused_call(tmp_path):
+    """The red-team's loop grew the controller by ~870 MB: every refused call's arguments were
+    kept in the trace. Now what stays is about one rendered entry per call."""
+    s = resolve_kit("files", workspace=tmp_path).session(workspace=tmp_path)
+    s.call("read_file", ["warm-up"], {})
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):
+            assert not s.call("read_file", MANY, {}).ok
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(s.trace) == 31 and kept < 2 << 20, kept
 
 
 def test_a_run_whose_trace_reaches_its_bound_ends_with_limit(tmp_path, monkeypatch):

@@ -166,3 +166,45 @@ def test_sessions_keep_state_between_calls_until_closed(jail):
         assert dry.is_error and "dry_run runs outside sessions" in dry.content[0].text
 
     talk(server, body)
+
+
+def serve_under(policy_text: str, tmp_path, body):
+    """BODY(client) against a server whose jail runs under the policy POLICY_TEXT."""
+    from lackjail import Jail
+
+    policy = tmp_path / "sessions.toml"
+    policy.write_text('name = "sessions"\n' + policy_text)
+    with Jail(policy=str(policy), kit="readonly", workers=1, workspace=str(tmp_path)) as opened:
+        return talk(build_server(opened), body)
+
+
+async def run_in(client, program, session):
+    return await client.call_tool("run_program", {"program": program, "session": session})
+
+
+def test_sessions_beyond_the_policys_maximum_name_those_to_close(tmp_path, require_nsjail):
+    async def body(client):
+        assert payload(await run_in(client, "x = 1", "a"))["session_new"] is True
+        full = await run_in(client, "1", "b")
+        assert full.is_error and "close_session one of: a" in full.content[0].text
+        await client.call_tool("close_session", {"session": "a"})
+        assert payload(await run_in(client, "1", "b"))["value"] == 1
+
+    serve_under("[pool]\nmax_sessions = 1\n", tmp_path, body)
+
+
+def test_an_idle_session_ends_and_the_next_run_says_so(tmp_path, require_nsjail):
+    import time
+
+    async def body(client):
+        assert payload(await run_in(client, "x = 1", "a"))["session_new"] is True
+        deadline = time.monotonic() + 120  # closed by the Jail once idle: no tight margin
+        while time.monotonic() < deadline:
+            checked = await client.call_tool("check_program", {"program": "x", "session": "a"})
+            if not payload(checked)["valid"]:
+                break
+            await anyio.sleep(0.2)
+        again = payload(await run_in(client, "y = 2", "a"))
+        assert again["session_new"] is True and "idle" in again["session_ended"]
+
+    serve_under("[pool]\nsession_idle_s = 0.5\n", tmp_path, body)

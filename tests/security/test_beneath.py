@@ -98,3 +98,23 @@ def test_the_defaults_protect_what_the_issue_names():
             rules.check_read(rel, rel)
     rules.check_write("src/main.py", "src/main.py")
     rules.check_read("README.md", "README.md")
+
+
+def test_the_combined_rules_match_exactly_where_one_rule_does():
+    from lackjail.workspace.protect import (
+        DEFAULT_READ_DENY,
+        DEFAULT_WRITE_DENY,
+        _combined,
+        rule_matches,
+    )
+
+    rules = (*DEFAULT_READ_DENY, *DEFAULT_WRITE_DENY, "/top/x", "/lead*", "a/**/b", "[!x]y")
+    paths = [
+        ".git/config", "a/.git/config", "x/.env.local", "k/foo.pem", "top/x", "top/x/y",
+        "z/top/x", "lead1", "z/lead1", "a/q/r/b", "a/b", "ab", ".ssh/id", "okfile", "zy", "xy",
+        ".config/git/x", "x.key/y", "readme.md", "src/a.py", ".bashrc.d", "c/.bashrc",
+    ]  # fmt: skip
+    combined = _combined(rules)
+    for path in paths:
+        assert bool(combined.match(path)) == any(rule_matches(r, path) for r in rules), path
+    assert _combined(("/only",)).match("only") and not _combined(("/only",)).match("a/only")

@@ -201,6 +201,7 @@ READS = [
     ".pgpass",
     ".terraform.d/credentials.tfrc.json",
     ".vault-token",
+    "state/lackjail/mcp/token",  # serve --http's token, with the state folder in the workspace
     # the class: credential-like names in hidden folders, and hidden files so named
     ".config/someapp/credentials.json",
     ".local/share/tool/auth_token",
