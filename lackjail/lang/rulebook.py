@@ -109,8 +109,9 @@ RULEBOOK = {
         "lackpy",
     ),
     "dunder-attribute": (
-        "no attribute name starts with '_' (python: with '__'; super().__init__ and the "
-        "other dunders a class may define are read through super())",
+        "no attribute name starts with '_' (python: with '__', and '_x' only when the program "
+        "gives its own objects a '_x'; super().__init__ and the other dunders a class may "
+        "define are read through super())",
         "x = 'a'.__class__",
         "x = isinstance('a', str)",
         "lackpy",

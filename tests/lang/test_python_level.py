@@ -58,6 +58,11 @@ ACCEPTED = [
     "x: int = 1\ny: list",
     "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
+    "import collections\nP = collections.namedtuple('P', 'x')\nq = P._make([1])._replace(x=2)",
+    "from dataclasses import dataclass\n@dataclass\nclass D:\n    _n: int = 0\n"
+    "    def _bump(self):\n        return self._n + 1\nx = D()._bump()",
+    "def same(a, b):\n    return a._key == b._key\nclass K:\n    def __init__(self):\n"
+    "        self._key = 1",
     "x = '{}-{}'.format(1, 2)",
     "import json\njson = {'a': 1}\nx = json.get('a')",
     "class A:\n    def __init__(self):\n        self.__n = 1\n    def __bump(self):\n"
@@ -182,6 +187,14 @@ REJECTED = [
     ("class A:\n    pass\nsetattr(A(), 'with_traceback', 1)", "attribute-name"),
     ("x = getattr((), '__class__')", "dunder-string"),
     ("x = delattr", "forbidden-name"),
+    # a library object's '_x' (never defined by the program), an enum's '_x_' (even if it is)
+    ("import random\nx = random.Random()._randbelow(3)", "dunder-attribute"),
+    ("from enum import Enum\nX = Enum._convert_('X', 'os', len)", "dunder-attribute"),
+    (
+        "class A:\n    def _create_(self):\n        pass\nfrom enum import Enum\n"
+        "Enum._create_('X')",
+        "dunder-attribute",
+    ),
 ]
 
 
