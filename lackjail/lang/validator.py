@@ -24,6 +24,7 @@ from .grammar import (
     INTERNAL_ATTRIBUTES,
     LANGUAGES,
     LEVELS,
+    attribute_refused,
 )
 from .limits import ProgramLimits
 from .source import SourceError, prepare
@@ -171,9 +172,15 @@ def _plain_fields(text, depth=0) -> bool:
     return True
 
 
+# The builtins that take an attribute's name as a string (the jail's own, guarded).
+_BY_NAME = frozenset({"getattr", "hasattr", "setattr"})
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 # A module's own data, as scripts set it: no meaning to the interpreter or the jail.
 _MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
+
+
+# namedtuple's documented API, spelt with a leading '_' so as not to clash with field names.
+_NAMEDTUPLE_API = frozenset({"_make", "_asdict", "_replace", "_fields", "_field_defaults"})
 
 
 def _is_dunder(name) -> bool:
@@ -253,6 +260,8 @@ class _Walker:
         "max_scope",
         "max_literal",
         "max_digits",
+        "private_defined",
+        "private_used",
     )
 
     def __init__(self, names: _Names, limits: ProgramLimits, lines, language="lackpy", hints=None):
@@ -279,11 +288,14 @@ class _Walker:
         self.max_scope = limits.max_comprehension_depth
         self.max_literal = limits.max_literal_len
         self.max_digits = limits.max_int_digits
+        self.private_defined = set()  # the '_x' attributes the program's own objects get
+        self.private_used = []  # (name, line, col) of each '_x' attribute it reads
 
     def run(self, tree) -> bool:
         """Walk TREE; False when the walk stopped early (a size limit, or too deep to recurse)."""
         try:
             self.visit(tree, 0)
+            self.private_reads()
             return True
         except _Abort:
             return False
@@ -375,6 +387,8 @@ class _Walker:
                 else:  # bind()'s own path for an ordinary name, without the call
                     if self.scope == 0:
                         self.variables.add(ident)
+                    elif ident[:1] == "_" and self.current.kind == _CLASS:
+                        self.private_defined.add(ident)
                     self.current.names.add(ident)
                     if self.modules:
                         self.modules.pop(ident, None)  # no longer (only) a module
@@ -528,6 +542,8 @@ class _Walker:
             self.error("rebind-param", f"cannot bind {ident!r}: it is a parameter", line, col)
         elif self.scope == 0:
             self.variables.add(ident)
+        if ident[:1] == "_" and self.current.kind == _CLASS:
+            self.private_defined.add(ident)  # a class member: its objects' attribute
         self.current.names.add(ident)
         if self.modules:
             self.modules.pop(ident, None)
@@ -636,6 +652,8 @@ class _Walker:
         visit = self.visit
         if kind is _NAME:
             ident = func.id
+            if ident in _BY_NAME and self.python and not self.bound(ident):
+                self.attribute_by_name(node)
             if ident in CALL_ONLY and self.python and not self.bound(ident):
                 self.call_only(node, depth)
             elif ident in names.callable:
@@ -1283,6 +1301,22 @@ class _Walker:
 
     # -- the python level -----------------------------------------------------
 
+    def attribute_by_name(self, node):
+        """getattr/hasattr/setattr with a literal name: the name the jail's own would refuse
+        when called (attribute_refused), rejected here already."""
+        if len(node.args) < 2:
+            return
+        name = node.args[1]
+        if name.__class__ is ast.Constant and name.value.__class__ is str:
+            if attribute_refused(name.value):
+                self.error(
+                    "attribute-name",
+                    f"{node.func.id}() must not name {name.value!r}: no '_' name, and no "
+                    "frame, code, generator, traceback, type or format attribute",
+                    name.lineno,
+                    name.col_offset,
+                )
+
     def python_attribute(self, node) -> bool:
         """The '_' attributes the python level reads or writes: `self._x`, a private
         `self.__x` (Python renames it `_Class__x`), and of the dunders only a name's text
@@ -1290,6 +1324,7 @@ class _Walker:
         parent's method of DEFINABLE_DUNDERS (`super().__init__(...)`)."""
         attr = node.attr
         if not _is_dunder(attr):
+            self.private_attribute(node)
             return True
         if node.ctx.__class__ is not _LOAD:
             return False
@@ -1304,6 +1339,44 @@ class _Walker:
             and owner.func.id == "super"
             and not owner.keywords
         )
+
+    def private_attribute(self, node):
+        """`obj._x`: the program's own private attributes, never the standard library's.
+
+        The validator cannot see whose object OBJ is, so a '_x' attribute may be read only
+        when the program itself gives its objects one of that name (assigns `obj._x = ...`
+        or binds `_x` in a class body); checked once the whole program is walked
+        (`private_reads`). The library's own '_x' attributes (Enum._convert_ looks a module
+        up by name, ABCMeta._dump_registry prints to the process's stdout) stay out of
+        reach. A '_x_' name is the enum machinery's: never read, whoever defines it."""
+        attr, ctx = node.attr, node.ctx.__class__
+        if ctx is _STORE:
+            if not (len(attr) > 2 and attr[-1] == "_"):
+                self.private_defined.add(attr)
+        elif len(attr) > 2 and attr[-1] == "_":
+            self.error(
+                "dunder-attribute",
+                f"attribute '.{attr}' is not allowed: '_name_' attributes are the enum "
+                "machinery's (use .name and .value)",
+                node.end_lineno,
+                node.end_col_offset - len(attr),
+            )
+        else:
+            self.private_used.append((attr, node.end_lineno, node.end_col_offset - len(attr)))
+
+    def private_reads(self):
+        """Each '_x' attribute read must be one the program gives its own objects."""
+        defined = self.private_defined
+        for attr, line, col in self.private_used:
+            if attr not in defined and attr not in _NAMEDTUPLE_API:
+                self.error(
+                    "dunder-attribute",
+                    f"attribute '.{attr}' is not one this program defines: a program reads "
+                    "the '_' attributes of its own objects only (assign self."
+                    f"{attr} = ... or define it in a class)",
+                    line,
+                    col,
+                )
 
     def python_except(self, cls):
         """An except clause's class at the python level: a name (a builtin class, or one
@@ -1582,7 +1655,9 @@ class _Walker:
         if node.value is not None or target.__class__ is not _NAME:
             self.visit(target, depth)
         else:  # `x: int` binds nothing; the name must still be a name a program may use
-            self.check_name(target.id, target.lineno, target.col_offset)
+            if self.check_name(target.id, target.lineno, target.col_offset):
+                if target.id[:1] == "_" and self.current.kind == _CLASS:
+                    self.private_defined.add(target.id)  # a dataclass field
 
 
 # What `children()` visits of each node class, in the order Python evaluates it.
