@@ -179,6 +179,27 @@ _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 _MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
 
 
+# The classes a class pattern may take positional sub-patterns of: they match the subject
+# itself (`case int(n):`). Any other class's positional sub-patterns read the attributes its
+# __match_args__ names, which the program can make at run time (a dataclass or namedtuple
+# field `tb_frame`, a class that ABC.register or a runtime_checkable Protocol makes match a
+# traceback): attribute names the validator never sees.
+_SELF_MATCHING = frozenset(
+    {
+        "bool",
+        "bytearray",
+        "bytes",
+        "dict",
+        "float",
+        "frozenset",
+        "int",
+        "list",
+        "set",
+        "str",
+        "tuple",
+    }
+)
+
 # namedtuple's documented API, spelt with a leading '_' so as not to clash with field names.
 _NAMEDTUPLE_API = frozenset({"_make", "_asdict", "_replace", "_fields", "_field_defaults"})
 
@@ -262,6 +283,8 @@ class _Walker:
         "max_digits",
         "private_defined",
         "private_used",
+        "rebound",
+        "self_matched",
     )
 
     def __init__(self, names: _Names, limits: ProgramLimits, lines, language="lackpy", hints=None):
@@ -290,12 +313,15 @@ class _Walker:
         self.max_digits = limits.max_int_digits
         self.private_defined = set()  # the '_x' attributes the program's own objects get
         self.private_used = []  # (name, line, col) of each '_x' attribute it reads
+        self.rebound = set()  # the builtin names the program binds anywhere
+        self.self_matched = []  # (name, line, col): `case int(n)`, int must stay the builtin
 
     def run(self, tree) -> bool:
         """Walk TREE; False when the walk stopped early (a size limit, or too deep to recurse)."""
         try:
             self.visit(tree, 0)
             self.private_reads()
+            self.self_matching()
             return True
         except _Abort:
             return False
@@ -532,6 +558,8 @@ class _Walker:
         The caller has checked IDENT: a scope holds no forbidden or '__' name, so a read of
         a name found there needs no other test."""
         names = self.names
+        if ident in names.builtins:
+            self.rebound.add(ident)
         if ident in names.builtins and not self.python:
             self.error(
                 "rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col
@@ -1575,6 +1603,8 @@ class _Walker:
                 self.pattern_name(node.rest, node)
         elif kind is ast.MatchClass:
             self.visit(node.cls, depth + 1)
+            if node.patterns:
+                self.positional_patterns(node)
             for item in node.patterns:
                 self.pattern(item, depth + 1)
             for attr in node.kwd_attrs:
@@ -1602,6 +1632,33 @@ class _Walker:
                 self.pattern_name(node.name, node)
         elif kind is not ast.MatchSingleton:
             self.forbidden(node)
+
+    def positional_patterns(self, node):
+        """`case C(a, b)`: only a builtin class that matches the subject itself (checked, once
+        the walk is done, never to be rebound: `self_matching`)."""
+        cls = node.cls
+        if cls.__class__ is _NAME and cls.id in _SELF_MATCHING:
+            self.self_matched.append((cls.id, node.lineno, node.col_offset))
+            return
+        self.error(
+            "dunder-attribute",
+            "a class pattern takes keyword sub-patterns here (case Point(x=x, y=y)): "
+            "positional ones read the attributes its __match_args__ names, unseen; only "
+            "int(n), str(s), list(l) ... (the builtins that match themselves) take one",
+            node.lineno,
+            node.col_offset,
+        )
+
+    def self_matching(self):
+        for ident, line, col in self.self_matched:
+            if ident in self.rebound:
+                self.error(
+                    "dunder-attribute",
+                    f"case {ident}(...) with a positional sub-pattern needs the builtin "
+                    f"{ident}, and this program binds {ident!r}",
+                    line,
+                    col,
+                )
 
     def pattern_name(self, ident, node):
         """A name a pattern binds (its place in the line is not in the tree)."""

@@ -59,6 +59,8 @@ ACCEPTED = [
     "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
     "import collections\nP = collections.namedtuple('P', 'x')\nq = P._make([1])._replace(x=2)",
+    "match [1]:\n    case list(v) if v:\n        n = len(v)\n    case str(s) | bytes(s):\n"
+    "        n = 0",
     "from dataclasses import dataclass\n@dataclass\nclass D:\n    _n: int = 0\n"
     "    def _bump(self):\n        return self._n + 1\nx = D()._bump()",
     "def same(a, b):\n    return a._key == b._key\nclass K:\n    def __init__(self):\n"
@@ -187,6 +189,13 @@ REJECTED = [
     ("class A:\n    pass\nsetattr(A(), 'with_traceback', 1)", "attribute-name"),
     ("x = getattr((), '__class__')", "dunder-string"),
     ("x = delattr", "forbidden-name"),
+    # positional class sub-patterns read __match_args__' names: the self-matching builtins only
+    (
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nmatch P(1):\n"
+        "    case P(v):\n        pass",
+        "dunder-attribute",
+    ),
+    ("def f(int):\n    match 1:\n        case int(v):\n            pass", "dunder-attribute"),
     # a library object's '_x' (never defined by the program), an enum's '_x_' (even if it is)
     ("import random\nx = random.Random()._randbelow(3)", "dunder-attribute"),
     ("from enum import Enum\nX = Enum._convert_('X', 'os', len)", "dunder-attribute"),
