@@ -124,6 +124,23 @@ def _name_list(names, what):
 
 
 _NO_NAMES = {language: _Names((), (), language) for language in LANGUAGES}
+_NAMES_KEPT: dict = {}  # (tools, params, language) -> _Names, for callers that pass tuples
+
+
+def _names(tools, params, language) -> _Names:
+    """The names of TOOLS and PARAMS at LANGUAGE; kept when both are tuples (a Checker's, run
+    after run), so a program's validation does not rebuild them."""
+    key = (tools, params, language) if type(tools) is tuple and type(params) is tuple else None
+    names = _NAMES_KEPT.get(key) if key is not None else None
+    if names is None:
+        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), language)
+        if key is not None:
+            if len(_NAMES_KEPT) >= 64:
+                _NAMES_KEPT.clear()
+            _NAMES_KEPT[key] = names
+    return names
+
+
 _NO_HINTS: dict = {}  # read only: shared by every walk without hints
 
 _MODULE, _FUNCTION, _CLASS = 0, 1, 2
@@ -1955,15 +1972,14 @@ def validate_tree(
         return _failure(f"program is too complex to parse ({exc})", "limit-parse"), None
     except Exception as exc:  # e.g. ValueError: whatever the parser raises is a rejection
         return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax"), None
-    if tools or params:
-        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), language)
-    else:
-        names = _NO_NAMES[language]
+    names = _names(tools, params, language) if tools or params else _NO_NAMES[language]
     walker = _Walker(names, limits, lines, language, hints)
     if defined:
         walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
-    if signatures and complete:
+    # only a program that calls a tool with a signature has calls to check (the walk noted
+    # every tool it saw called, by name or as a pack's member)
+    if signatures and complete and not walker.calls.isdisjoint(signatures):
         from .calls import check_calls  # the host's check: the jail never loads it
 
         try:
