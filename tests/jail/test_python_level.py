@@ -125,6 +125,20 @@ BY_NAME = [
     ),
     ("s = slice(1, 10, 2)\nn = 'sta' + 'rt'\n[getattr(s, n), hasattr(s, 'step')]", [1, True]),
     ("list(map(getattr, [1, 2.5], ['real', 'imag']))", [1, 0.0]),
+    (  # a dispatch table by method name, as agents write them
+        "class H:\n    def on_add(self, a, b):\n        return a + b\n"
+        "    def run(self, kind, *args):\n        m = getattr(self, 'on_' + kind, None)\n"
+        "        return 'unknown' if m is None else m(*args)\n"
+        "[H().run('add', 2, 3), H().run('div', 1, 2)]",
+        [5, "unknown"],
+    ),
+    (  # a record filled from keywords
+        "class R:\n    def __init__(self, **fields):\n        for k, v in fields.items():\n"
+        "            setattr(self, k, v)\n"
+        "r = R(name='a', size=3)\n"
+        "{n: getattr(r, n) for n in ['name', 'size', 'x'] if hasattr(r, n)}",
+        {"name": "a", "size": 3},
+    ),
     (
         "try:\n    getattr(1, 'nope')\nexcept AttributeError as e:\n    r = str(e)\nr",
         "'int' object has no attribute 'nope'",
