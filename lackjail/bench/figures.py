@@ -46,8 +46,8 @@ LEAN_REUSE_US = "lean floor: persistent jailed worker p50 (us)"
 CLI_RUN = "lackjail run of a trivial program, end to end (ms)"
 BARE_START = "bare interpreter start, python -I -S -c pass (ms)"
 # the workers sweep (--workers): throughput by worker count
-SWEEP_FRESH = "fresh throughput (Jail.map), {} workers (runs/s)"
-SWEEP_REUSE = "reuse throughput, {} workers (runs/s)"
+SWEEP_FRESH = "workers={}: fresh throughput, Jail.map (runs/s)"
+SWEEP_REUSE = "workers={}: reuse throughput (runs/s)"
 # the same figures at the landlock level (no namespaces), beside nsjail's
 LANDLOCK_COLD = "landlock: cold start to first result (ms)"
 LANDLOCK_FRESH = "landlock: fresh p50, back to back (us)"

@@ -98,7 +98,9 @@ class LeanWorker:
             stderr=subprocess.DEVNULL,
             bufsize=0,
         )
-        self.to, self.back = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # PIPE, both
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.to, self.back = self.stdin.fileno(), self.stdout.fileno()
 
     def call(self, op: str, n: int) -> None:
         body = msgpack.packb({"op": op, "id": n, "src": TRIVIAL})
@@ -109,13 +111,13 @@ class LeanWorker:
             raise RuntimeError(f"the lean worker answered {answer!r}")
 
     def close(self) -> None:
-        self.proc.stdin.close()
+        self.stdin.close()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.proc.stdout.close()
+        self.stdout.close()
 
 
 def _read(fd: int, size: int) -> bytes:

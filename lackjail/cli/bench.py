@@ -142,7 +142,10 @@ def _worker_counts(text: str) -> tuple[int, ...]:
 
 
 def _markdown(figures, judged) -> str:
-    """The README's benchmark table: the goals first, then the other figures of this run."""
+    """The README's benchmark table: the goals first, then the other figures of this run, then
+    each figure over its floor."""
+    from lackjail.bench.goals import floor_ratios
+
     rows = ["| figure | measured | goal | ratio |", "| --- | --- | --- | --- |"]
     for g in judged:
         measured = (g.why or "-") if g.measured is None else f"{_shown(g.measured)} {g.unit}"
@@ -152,6 +155,15 @@ def _markdown(figures, judged) -> str:
     for key, value in figures.items():
         shown = figures.unavailable.get(key, "-") if value is None else _shown(value)
         rows.append(f"| {key} | {shown} | - | - |")
+    ratios = [r for r in floor_ratios(figures) if r["ratio"] is not None]
+    if ratios:
+        rows += ["", "Against the floor, same run (lackjail's figure / the floor's):", ""]
+        rows += ["| figure | lackjail | floor | ratio | goal |", "| --- | --- | --- | --- | --- |"]
+        rows += [
+            f"| {r['figure']} | {_shown(r['lackjail'])} | {_shown(r['floor'])} | "
+            f"{r['ratio']:.2f}x | {r['goal']} |"
+            for r in ratios
+        ]
     unmet = [g for g in judged if g.met is False and g.where]
     if unmet:
         rows += ["", "Where the time goes, for each goal not met (this run's figures):", ""]

@@ -313,7 +313,8 @@ EXTENDED_BUILTINS = (
 )
 # What the python level adds. `type` is called with one argument only (and refuses to
 # hand out a metaclass); `super` only as `super()`: they never stand as values
-# (CALL_ONLY). getattr, setattr, vars, dir, globals, eval, open ... stay out.
+# (CALL_ONLY). getattr, hasattr and setattr are the jail's own: they refuse, when
+# called, a name that attribute_refused() denies. vars, dir, globals, eval, open ... stay out.
 PYTHON_BUILTINS = (
     "id",
     "type",
@@ -332,6 +333,9 @@ PYTHON_BUILTINS = (
     "ascii",
     "complex",
     "NotImplemented",
+    "getattr",
+    "hasattr",
+    "setattr",
 )
 CALL_ONLY = frozenset({"type", "super"})
 
@@ -475,6 +479,19 @@ FORBIDDEN_NAMES = frozenset(
 FORMAT_ATTRIBUTES = frozenset({"format", "format_map"})
 INTERNAL_ATTRIBUTES = frozenset({"mro", "with_traceback"})
 INTERNAL_ATTRIBUTE_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_", "func_")
+
+
+def attribute_refused(name: str) -> bool:
+    """Is NAME an attribute that getattr, hasattr or setattr must refuse (the validator
+    checks a literal name, the jail's own getattr every name at run time)? Stricter than
+    what a program may spell: no '_' name at all (a private name can be anything), and
+    none of the frame, code, generator, traceback, type or format attributes."""
+    return (
+        name[:1] == "_"
+        or name in INTERNAL_ATTRIBUTES
+        or name in FORMAT_ATTRIBUTES
+        or name.startswith(INTERNAL_ATTRIBUTE_PREFIXES)
+    )
 
 
 class Level:

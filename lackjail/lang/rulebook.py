@@ -109,8 +109,9 @@ RULEBOOK = {
         "lackpy",
     ),
     "dunder-attribute": (
-        "no attribute name starts with '_' (python: with '__'; super().__init__ and the "
-        "other dunders a class may define are read through super())",
+        "no attribute name starts with '_' (python: with '__', and '_x' only when the program "
+        "gives its own objects a '_x'; super().__init__ and the other dunders a class may "
+        "define are read through super())",
         "x = 'a'.__class__",
         "x = isinstance('a', str)",
         "lackpy",
@@ -120,6 +121,13 @@ RULEBOOK = {
         "x = str.mro()",
         "x = isinstance('a', str)",
         "lackpy",
+    ),
+    "attribute-name": (
+        "getattr, hasattr and setattr name no '_' attribute and no frame, code, generator, "
+        "traceback, type or format attribute (the jail refuses one built at run time too)",
+        "x = getattr(1, 'f_back', None)",
+        "x = getattr(1, 'real', None)",
+        "python",
     ),
     "format-attribute": (
         "no attribute named 'format' or 'format_map' (format fields look up attributes; "

@@ -24,6 +24,7 @@ from .grammar import (
     INTERNAL_ATTRIBUTES,
     LANGUAGES,
     LEVELS,
+    attribute_refused,
 )
 from .limits import ProgramLimits
 from .source import SourceError, prepare
@@ -123,6 +124,23 @@ def _name_list(names, what):
 
 
 _NO_NAMES = {language: _Names((), (), language) for language in LANGUAGES}
+_NAMES_KEPT: dict = {}  # (tools, params, language) -> _Names, for callers that pass tuples
+
+
+def _names(tools, params, language) -> _Names:
+    """The names of TOOLS and PARAMS at LANGUAGE; kept when both are tuples (a Checker's, run
+    after run), so a program's validation does not rebuild them."""
+    key = (tools, params, language) if type(tools) is tuple and type(params) is tuple else None
+    names = _NAMES_KEPT.get(key) if key is not None else None
+    if names is None:
+        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), language)
+        if key is not None:
+            if len(_NAMES_KEPT) >= 64:
+                _NAMES_KEPT.clear()
+            _NAMES_KEPT[key] = names
+    return names
+
+
 _NO_HINTS: dict = {}  # read only: shared by every walk without hints
 
 _MODULE, _FUNCTION, _CLASS = 0, 1, 2
@@ -171,9 +189,36 @@ def _plain_fields(text, depth=0) -> bool:
     return True
 
 
+# The builtins that take an attribute's name as a string (the jail's own, guarded).
+_BY_NAME = frozenset({"getattr", "hasattr", "setattr"})
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 # A module's own data, as scripts set it: no meaning to the interpreter or the jail.
 _MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
+
+
+# The classes a class pattern may take positional sub-patterns of: they match the subject
+# itself (`case int(n):`). Any other class's positional sub-patterns read the attributes its
+# __match_args__ names, which the program can make at run time (a dataclass or namedtuple
+# field `tb_frame`, a class that ABC.register or a runtime_checkable Protocol makes match a
+# traceback): attribute names the validator never sees.
+_SELF_MATCHING = frozenset(
+    {
+        "bool",
+        "bytearray",
+        "bytes",
+        "dict",
+        "float",
+        "frozenset",
+        "int",
+        "list",
+        "set",
+        "str",
+        "tuple",
+    }
+)
+
+# namedtuple's documented API, spelt with a leading '_' so as not to clash with field names.
+_NAMEDTUPLE_API = frozenset({"_make", "_asdict", "_replace", "_fields", "_field_defaults"})
 
 
 def _is_dunder(name) -> bool:
@@ -253,6 +298,10 @@ class _Walker:
         "max_scope",
         "max_literal",
         "max_digits",
+        "private_defined",
+        "private_used",
+        "rebound",
+        "self_matched",
     )
 
     def __init__(self, names: _Names, limits: ProgramLimits, lines, language="lackpy", hints=None):
@@ -279,11 +328,17 @@ class _Walker:
         self.max_scope = limits.max_comprehension_depth
         self.max_literal = limits.max_literal_len
         self.max_digits = limits.max_int_digits
+        self.private_defined = set()  # the '_x' attributes the program's own objects get
+        self.private_used = []  # (name, line, col) of each '_x' attribute it reads
+        self.rebound = set()  # the builtin names the program binds anywhere
+        self.self_matched = []  # (name, line, col): `case int(n)`, int must stay the builtin
 
     def run(self, tree) -> bool:
         """Walk TREE; False when the walk stopped early (a size limit, or too deep to recurse)."""
         try:
             self.visit(tree, 0)
+            self.private_reads()
+            self.self_matching()
             return True
         except _Abort:
             return False
@@ -375,6 +430,8 @@ class _Walker:
                 else:  # bind()'s own path for an ordinary name, without the call
                     if self.scope == 0:
                         self.variables.add(ident)
+                    elif ident[:1] == "_" and self.current.kind == _CLASS:
+                        self.private_defined.add(ident)
                     self.current.names.add(ident)
                     if self.modules:
                         self.modules.pop(ident, None)  # no longer (only) a module
@@ -518,6 +575,8 @@ class _Walker:
         The caller has checked IDENT: a scope holds no forbidden or '__' name, so a read of
         a name found there needs no other test."""
         names = self.names
+        if ident in names.builtins:
+            self.rebound.add(ident)
         if ident in names.builtins and not self.python:
             self.error(
                 "rebind-builtin", f"cannot bind {ident!r}: it is an allowed builtin", line, col
@@ -528,6 +587,8 @@ class _Walker:
             self.error("rebind-param", f"cannot bind {ident!r}: it is a parameter", line, col)
         elif self.scope == 0:
             self.variables.add(ident)
+        if ident[:1] == "_" and self.current.kind == _CLASS:
+            self.private_defined.add(ident)  # a class member: its objects' attribute
         self.current.names.add(ident)
         if self.modules:
             self.modules.pop(ident, None)
@@ -636,6 +697,8 @@ class _Walker:
         visit = self.visit
         if kind is _NAME:
             ident = func.id
+            if ident in _BY_NAME and self.python and not self.bound(ident):
+                self.attribute_by_name(node)
             if ident in CALL_ONLY and self.python and not self.bound(ident):
                 self.call_only(node, depth)
             elif ident in names.callable:
@@ -1283,6 +1346,22 @@ class _Walker:
 
     # -- the python level -----------------------------------------------------
 
+    def attribute_by_name(self, node):
+        """getattr/hasattr/setattr with a literal name: the name the jail's own would refuse
+        when called (attribute_refused), rejected here already."""
+        if len(node.args) < 2:
+            return
+        name = node.args[1]
+        if name.__class__ is ast.Constant and name.value.__class__ is str:
+            if attribute_refused(name.value):
+                self.error(
+                    "attribute-name",
+                    f"{node.func.id}() must not name {name.value!r}: no '_' name, and no "
+                    "frame, code, generator, traceback, type or format attribute",
+                    name.lineno,
+                    name.col_offset,
+                )
+
     def python_attribute(self, node) -> bool:
         """The '_' attributes the python level reads or writes: `self._x`, a private
         `self.__x` (Python renames it `_Class__x`), and of the dunders only a name's text
@@ -1290,6 +1369,7 @@ class _Walker:
         parent's method of DEFINABLE_DUNDERS (`super().__init__(...)`)."""
         attr = node.attr
         if not _is_dunder(attr):
+            self.private_attribute(node)
             return True
         if node.ctx.__class__ is not _LOAD:
             return False
@@ -1304,6 +1384,49 @@ class _Walker:
             and owner.func.id == "super"
             and not owner.keywords
         )
+
+    def private_attribute(self, node):
+        """`obj._x`: the program's own private attributes, never the standard library's.
+
+        The validator cannot see whose object OBJ is, so a '_x' attribute may be read only
+        when the program itself gives its objects one of that name (assigns `obj._x = ...`
+        or binds `_x` in a class body); checked once the whole program is walked
+        (`private_reads`). The library's own '_x' attributes (Enum._convert_ looks a module
+        up by name, ABCMeta._dump_registry prints to the process's stdout) stay out of
+        reach. A '_x_' name is the enum machinery's: never read, whoever defines it."""
+        attr = node.attr
+        if node.ctx.__class__ is _STORE:
+            if not (len(attr) > 2 and attr[-1] == "_"):
+                self.private_defined.add(attr)
+        else:
+            self.private_read(attr, node.end_lineno, node.end_col_offset - len(attr))
+
+    def private_read(self, attr, line, col):
+        """A '_x' attribute read (`obj._x`, or a class pattern's keyword `C(_x=v)`)."""
+        if len(attr) > 2 and attr[-1] == "_":
+            self.error(
+                "dunder-attribute",
+                f"attribute '.{attr}' is not allowed: '_name_' attributes are the enum "
+                "machinery's (use .name and .value)",
+                line,
+                col,
+            )
+        else:
+            self.private_used.append((attr, line, col))
+
+    def private_reads(self):
+        """Each '_x' attribute read must be one the program gives its own objects."""
+        defined = self.private_defined
+        for attr, line, col in self.private_used:
+            if attr not in defined and attr not in _NAMEDTUPLE_API:
+                self.error(
+                    "dunder-attribute",
+                    f"attribute '.{attr}' is not one this program defines: a program reads "
+                    "the '_' attributes of its own objects only (assign self."
+                    f"{attr} = ... or define it in a class)",
+                    line,
+                    col,
+                )
 
     def python_except(self, cls):
         """An except clause's class at the python level: a name (a builtin class, or one
@@ -1502,6 +1625,8 @@ class _Walker:
                 self.pattern_name(node.rest, node)
         elif kind is ast.MatchClass:
             self.visit(node.cls, depth + 1)
+            if node.patterns:
+                self.positional_patterns(node)
             for item in node.patterns:
                 self.pattern(item, depth + 1)
             for attr in node.kwd_attrs:
@@ -1517,6 +1642,8 @@ class _Walker:
                         node.lineno,
                         node.col_offset,
                     )
+                elif attr[:1] == "_":
+                    self.private_read(attr, node.lineno, node.col_offset)
             for item in node.kwd_patterns:
                 self.pattern(item, depth + 1)
         elif kind is ast.MatchStar:
@@ -1529,6 +1656,33 @@ class _Walker:
                 self.pattern_name(node.name, node)
         elif kind is not ast.MatchSingleton:
             self.forbidden(node)
+
+    def positional_patterns(self, node):
+        """`case C(a, b)`: only a builtin class that matches the subject itself (checked, once
+        the walk is done, never to be rebound: `self_matching`)."""
+        cls = node.cls
+        if cls.__class__ is _NAME and cls.id in _SELF_MATCHING:
+            self.self_matched.append((cls.id, node.lineno, node.col_offset))
+            return
+        self.error(
+            "dunder-attribute",
+            "a class pattern takes keyword sub-patterns here (case Point(x=x, y=y)): "
+            "positional ones read the attributes its __match_args__ names, unseen; only "
+            "int(n), str(s), list(l) ... (the builtins that match themselves) take one",
+            node.lineno,
+            node.col_offset,
+        )
+
+    def self_matching(self):
+        for ident, line, col in self.self_matched:
+            if ident in self.rebound:
+                self.error(
+                    "dunder-attribute",
+                    f"case {ident}(...) with a positional sub-pattern needs the builtin "
+                    f"{ident}, and this program binds {ident!r}",
+                    line,
+                    col,
+                )
 
     def pattern_name(self, ident, node):
         """A name a pattern binds (its place in the line is not in the tree)."""
@@ -1582,7 +1736,9 @@ class _Walker:
         if node.value is not None or target.__class__ is not _NAME:
             self.visit(target, depth)
         else:  # `x: int` binds nothing; the name must still be a name a program may use
-            self.check_name(target.id, target.lineno, target.col_offset)
+            if self.check_name(target.id, target.lineno, target.col_offset):
+                if target.id[:1] == "_" and self.current.kind == _CLASS:
+                    self.private_defined.add(target.id)  # a dataclass field
 
 
 # What `children()` visits of each node class, in the order Python evaluates it.
@@ -1816,15 +1972,14 @@ def validate_tree(
         return _failure(f"program is too complex to parse ({exc})", "limit-parse"), None
     except Exception as exc:  # e.g. ValueError: whatever the parser raises is a rejection
         return _failure(f"program cannot be parsed: {type(exc).__name__}: {exc}", "syntax"), None
-    if tools or params:
-        names = _Names(_name_list(tools, "tools"), _name_list(params, "params"), language)
-    else:
-        names = _NO_NAMES[language]
+    names = _names(tools, params, language) if tools or params else _NO_NAMES[language]
     walker = _Walker(names, limits, lines, language, hints)
     if defined:
         walker.current.names.update(_definable(defined, names))
     complete = walker.run(tree)
-    if signatures and complete:
+    # only a program that calls a tool with a signature has calls to check (the walk noted
+    # every tool it saw called, by name or as a pack's member)
+    if signatures and complete and not walker.calls.isdisjoint(signatures):
         from .calls import check_calls  # the host's check: the jail never loads it
 
         try:

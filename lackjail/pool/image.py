@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from lackjail.errors import HostError
 from lackjail.pool import interpreter
@@ -362,6 +363,13 @@ class Message:
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
+
+    # for the type checker: a message's fields are whatever names nsjail's config has
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__[name] = value
 
 
 def render(cfg: Message) -> str:

@@ -19,6 +19,7 @@ import os
 import sys
 
 from lackjail.lang.facades import FACADES
+from lackjail.lang.grammar import attribute_refused
 
 ModuleType = type(sys)  # types.ModuleType: types.py costs every start
 MODULES: dict = {}  # module name -> its facade, once load() ran
@@ -52,6 +53,56 @@ def one_type(obj, /):
     if issubclass(kind, builtins.type):
         raise TypeError("type() of a class is not available in the jail: use isinstance()")
     return kind
+
+
+def _attribute_name(args, kwargs, least):
+    """The name that getattr, hasattr or setattr ARGS name, checked as the validator checks
+    a literal one; None when the call is malformed (the real builtin then says why)."""
+    if kwargs or len(args) < least:
+        return None
+    name = args[1]
+    if builtins.type(name) is not str:
+        if isinstance(name, str):  # a str subclass could lie to the check below
+            raise TypeError("attribute name must be a plain str in the jail")
+        return None
+    if attribute_refused(name):
+        raise AttributeError(
+            f"attribute {name!r} is off limits in the jail: no '_' name, and no frame, "
+            "code, generator, traceback, type or format attribute"
+        )
+    return name
+
+
+def guarded_getattr(*args, **kwargs):
+    """getattr(obj, name[, default]), refusing a name the validator would refuse."""
+    _attribute_name(args, kwargs, 2)
+    return builtins.getattr(*args, **kwargs)
+
+
+def guarded_hasattr(*args, **kwargs):
+    """hasattr(obj, name), refusing (not answering False for) a name that is off limits."""
+    _attribute_name(args, kwargs, 2)
+    return builtins.hasattr(*args, **kwargs)
+
+
+def guarded_setattr(*args, **kwargs):
+    """setattr(obj, name, value), refusing a name the validator would refuse."""
+    _attribute_name(args, kwargs, 2)
+    return builtins.setattr(*args, **kwargs)
+
+
+for _guard, _name in (
+    (guarded_getattr, "getattr"),
+    (guarded_hasattr, "hasattr"),
+    (guarded_setattr, "setattr"),
+):
+    _guard.__name__ = _guard.__qualname__ = _name
+GUARDED = {
+    "type": one_type,
+    "getattr": guarded_getattr,
+    "hasattr": guarded_hasattr,
+    "setattr": guarded_setattr,
+}
 
 
 def _wrappers(modules):

@@ -472,7 +472,7 @@ def _builtins(language):
 
 def _load_builtins():
     return {  # every level's: a run's namespace takes its own level's names from these
-        name: facades.one_type if name == "type" else getattr(builtins, name)
+        name: facades.GUARDED.get(name) or getattr(builtins, name)
         for name in lang.LEVELS["python"].builtins
         if hasattr(builtins, name)
     }

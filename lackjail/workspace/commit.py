@@ -149,6 +149,8 @@ def commit(
 
     FAULT, for tests, is called with a step name before each step (it may raise or kill).
     """
+    if not targets:  # a run that staged no write: no journal to write, sync and remove
+        return []
     fault = fault or (lambda step: None)
     targets = sorted(targets, key=lambda t: t.rel)
     with owner.acting():

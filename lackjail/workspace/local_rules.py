@@ -9,8 +9,14 @@ matched to the workspace by the device and inode of its folders (compared with
 the workspace's descriptor), so the workspace is recognised whatever path led
 to it. Nothing here is opened by name: the workspace's `.git/config` is read
 beneath the workspace's descriptor like any workspace file, no symlink
-followed out. Git's `include` files are not followed, and a `.git` that is a
-file (a worktree, a submodule) has no hooks folder found here.
+followed out. Git reads core.hooksPath from more places than the workspace's
+own `.git/config`: the checkout's when the workspace is a folder inside one,
+and the owner's global config (`~/.gitconfig`, `~/.config/git/config`) and
+the system's (`/etc/gitconfig`); every value found is protected. Those files
+lie outside the workspace and are read through the one door (no symlink of
+another user followed, regular files only). Git's `include` files are not
+followed, and a `.git` that is a file (a worktree, a submodule) has no hooks
+folder found here.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from lackjail.errors import ToolCallError
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.commit import journal_dirs
 from lackjail.workspace.files import locate, read_regular
+from lackjail.workspace.hostfs import read_file
 from lackjail.workspace.protect import CONFIG, HOOKS, INSTALL, POLICY_FILE
 
 MAX_GIT_CONFIG = 1 << 20
@@ -44,9 +51,7 @@ def local_rules(tree, policy_file: str = "") -> list[tuple[str, str]]:
     places = [(INSTALL, p) for p in install_places()] + [(CONFIG, p) for p in config_places()]
     if policy_file:
         places.append((POLICY_FILE, policy_file))
-    hooks = hooks_place(tree)
-    if hooks is not None:
-        places.append((HOOKS, hooks))
+    places += [(HOOKS, p) for p in hooks_places(tree)]
     for name, place in places:
         rel = beneath(tree.fd, place)
         if rel is None:
@@ -69,25 +74,57 @@ def config_places() -> list[str]:
     return [str(user_config_path().parent), os.path.dirname(journal_dirs()[0])]
 
 
-def hooks_place(tree) -> str | None:
-    """The absolute path the workspace's `.git/config` names in `core.hooksPath`, or None."""
+def hooks_places(tree) -> list[str]:
+    """The absolute paths that `core.hooksPath` names in every git config that applies to the
+    workspace of TREE: its own `.git/config` or its checkout's, its owner's and the system's."""
+    try:
+        home = pwd.getpwuid(os.fstat(tree.fd).st_uid).pw_dir
+    except KeyError:
+        home = None
+    where = os.readlink(f"/proc/self/fd/{tree.fd}")
+    top, texts = _checkout(tree, where)
+    outside = ["/etc/gitconfig"]
+    if home:
+        outside += [os.path.join(home, ".gitconfig"), os.path.join(home, ".config/git/config")]
+    for path in outside:
+        try:
+            texts.append(read_file(path, MAX_GIT_CONFIG).decode("utf-8", "replace"))
+        except OSError:
+            continue
+    places = []
+    for text in texts:
+        value = hooks_path(text)
+        if not value:
+            continue
+        if value == "~" or value.startswith("~/"):  # git expands it to the home of who runs it
+            if not home:
+                continue
+            value = home + value[1:]
+        places.append(os.path.join(top, value))  # a relative one: from the working tree's top
+    return places
+
+
+def _checkout(tree, where: str) -> tuple[str, list[str]]:
+    """(the working tree's top, [its .git/config's text]) for the workspace of TREE at WHERE:
+    the workspace itself when it holds `.git/config`, else the nearest folder above that does
+    (read through the door); (WHERE, []) when it is in no checkout."""
     try:
         rel = locate(tree, ".git/config", ".git/config")
         data, _ = read_regular(tree, rel, MAX_GIT_CONFIG, ".git/config")
+        return where, [data.decode("utf-8", "replace")]
     except ToolCallError:
-        return None
-    value = hooks_path(data.decode("utf-8", "replace"))
-    if not value:
-        return None
-    if value == "~" or value.startswith("~/"):  # git expands it to the home of who runs it
+        pass
+    folder = where
+    while folder != "/":
+        folder = os.path.dirname(folder)
         try:
-            home = pwd.getpwuid(os.fstat(tree.fd).st_uid).pw_dir
-        except KeyError:
-            return None
-        value = home + value[1:]
-    if not os.path.isabs(value):  # relative to the working tree's top
-        value = os.path.join(os.readlink(f"/proc/self/fd/{tree.fd}"), value)
-    return value
+            data = read_file(os.path.join(folder, ".git", "config"), MAX_GIT_CONFIG)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return where, []
+        return folder, [data.decode("utf-8", "replace")]
+    return where, []
 
 
 def beneath(rootfd: int, place: str) -> str | None:

@@ -154,7 +154,18 @@ def _combined(rules: tuple) -> re.Pattern | None:
     return re.compile(f"(?:{'|'.join(h for h in heads if h)})(?:/.*)?\\Z", re.DOTALL)
 
 
-def _first(rules: list, combined: re.Pattern | None, rel: str) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _rules(write_deny: tuple, read_deny: tuple, write_allow: tuple, read_allow: tuple) -> tuple:
+    """The write and read rules in force, their combined regexes, and the write rules lifted
+    from the hidden class: once per set of policy rules, not once per run's Protection."""
+    write = tuple(r for r in NAMED_WRITE_DENY if r not in write_allow) + write_deny
+    read = tuple(r for r in DEFAULT_READ_DENY if r not in read_allow) + read_deny
+    # a hidden path or named rule lifted also lifts the class rule where it matches
+    lifted = tuple(r for r in write_allow if r not in (HIDDEN, *LOCAL_RULES))
+    return write, read, _combined(write), _combined(read), lifted
+
+
+def _first(rules: tuple, combined: re.Pattern | None, rel: str) -> str | None:
     """The first of RULES covering REL (None, after one regex match, in the common case)."""
     if combined is None or not combined.match(rel):
         return None
@@ -165,13 +176,10 @@ class Protection:
     """The write and read rules in force for one run (`bound` to a workspace for its own rules)."""
 
     def __init__(self, write_deny=(), read_deny=(), write_allow=(), read_allow=(), policy_file=""):
-        self.write = [r for r in NAMED_WRITE_DENY if r not in write_allow] + list(write_deny)
-        self.read = [r for r in DEFAULT_READ_DENY if r not in read_allow] + list(read_deny)
         self.write_allow = tuple(write_allow)
-        self._any_write = _combined(tuple(self.write))
-        self._any_read = _combined(tuple(self.read))
-        # a hidden path or named rule lifted also lifts the class rule where it matches
-        self._lifted_hidden = tuple(r for r in write_allow if r not in (HIDDEN, *LOCAL_RULES))
+        self.write, self.read, self._any_write, self._any_read, self._lifted_hidden = _rules(
+            tuple(write_deny), tuple(read_deny), self.write_allow, tuple(read_allow)
+        )
         self.policy_file = policy_file
         self._find = None
         self._local: list | None = None  # (rule name, anchored glob) of the workspace, lazily

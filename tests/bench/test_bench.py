@@ -234,7 +234,10 @@ def test_markdown_table_has_a_row_per_goal_and_figure():
     assert "| fresh p50, spares ready | 500.0 us | <= 250 us (250.0) | 2.00 (not met) |" in table
     assert "| reuse p50 | 80.0 us | <= 100 us (100.0) | 0.80 (met) |" in table
     assert f"| {bench.MONTY} | not installed | - | - |" in table
-    assert len(table) == 2 + len(goals(figures)) + len(figures)
+    assert len(table) == 2 + len(goals(figures)) + len(figures)  # no floor: no ratio table
+    figures.update({bench.LEAN_REUSE_US: 40.0})
+    table = _markdown(figures, goals(figures)).splitlines()
+    assert "| reuse p50 vs lean persistent worker | 80.0 | 40.0 | 2.00x | <= 2x |" in table
 
 
 def test_help_has_examples():
@@ -319,6 +322,9 @@ def test_the_workers_sweep_measures_throughput_at_each_count(require_nsjail):
         assert figures[bench.SWEEP_FRESH.format(count)] > 0
         assert figures[bench.SWEEP_REUSE.format(count)] > 0
     assert bench.SWEEP_FRESH.format(2) not in figures
+    # a sweep's figure never takes the name of a section's (2 workers is both)
+    names = {v for k, v in vars(bench).items() if k.isupper() and isinstance(v, str)}
+    assert not {bench.SWEEP_FRESH.format(2), bench.SWEEP_REUSE.format(2)} & names
 
 
 @pytest.mark.parametrize("value", ["0", "two", "1,,2", "100000"])

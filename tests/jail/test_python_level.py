@@ -113,3 +113,63 @@ def test_a_session_at_the_python_level_imports_and_keeps_its_modules(jail):
         assert first.status == "ok", first.errors
         second = session.run("json.dumps(c.most_common(1))")
         assert (second.status, second.value) == ("ok", '[["a", 2]]'), second.errors
+
+
+# getattr, hasattr and setattr are the jail's own: what CPython gives for an ordinary name,
+# a refusal for a name built at run time that the validator would have rejected as a literal.
+BY_NAME = [
+    (
+        "class P:\n    pass\np = P()\nsetattr(p, 'x', 3)\n"
+        "[getattr(p, 'x'), hasattr(p, 'y'), getattr(p, 'y', 5), getattr(p, 'x', 1)]",
+        [3, False, 5, 3],
+    ),
+    ("s = slice(1, 10, 2)\nn = 'sta' + 'rt'\n[getattr(s, n), hasattr(s, 'step')]", [1, True]),
+    ("list(map(getattr, [1, 2.5], ['real', 'imag']))", [1, 0.0]),
+    (  # a dispatch table by method name, as agents write them
+        "class H:\n    def on_add(self, a, b):\n        return a + b\n"
+        "    def run(self, kind, *args):\n        m = getattr(self, 'on_' + kind, None)\n"
+        "        return 'unknown' if m is None else m(*args)\n"
+        "[H().run('add', 2, 3), H().run('div', 1, 2)]",
+        [5, "unknown"],
+    ),
+    (  # a record filled from keywords
+        "class R:\n    def __init__(self, **fields):\n        for k, v in fields.items():\n"
+        "            setattr(self, k, v)\n"
+        "r = R(name='a', size=3)\n"
+        "{n: getattr(r, n) for n in ['name', 'size', 'x'] if hasattr(r, n)}",
+        {"name": "a", "size": 3},
+    ),
+    (
+        "try:\n    getattr(1, 'nope')\nexcept AttributeError as e:\n    r = str(e)\nr",
+        "'int' object has no attribute 'nope'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "value"), BY_NAME)
+def test_getattr_hasattr_setattr_give_what_cpython_gives(jail, source, value):
+    r = jail.run(source)
+    assert (r.status, r.value) == ("ok", value), r.errors
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "n = '_' * 2 + 'class' + '_' * 2\ngetattr((), n)",
+        "n = '_' * 2 + 'class' + '_' * 2\ngetattr((), n, None)",
+        "def g():\n    yield 1\nn = 'gi_' + 'frame'\nhasattr(g(), n)",
+        "class A:\n    pass\nn = '_' * 2 + 'class' + '_' * 2\nsetattr(A(), n, int)",
+        "n = 'for' + 'mat'\ngetattr('{0}', n)",
+        "n = 'f_' + 'back'\ngetattr(1, n)",
+    ],
+)
+def test_a_name_built_at_run_time_that_is_off_limits_is_refused(jail, source):
+    r = jail.run(source)
+    assert r.status == "error", (r.status, r.value)
+    assert r.errors[0]["message"].startswith("AttributeError: attribute "), r.errors
+    assert "off limits in the jail" in r.errors[0]["message"]
+
+
+def test_a_str_subclass_cannot_name_an_attribute(jail):
+    r = jail.run("class S(str):\n    pass\ngetattr(1, S('real'))")
+    assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors

@@ -266,3 +266,35 @@ def test_check_sees_a_workspace_kit_that_appeared_or_changed(tmp_path, monkeypat
     (kits / "mine.kit").write_text("---\nname: mine\n---\nlist_dir\n")
     os.utime(kits / "mine.kit", ns=(1, 1))
     assert rules_of(lackjail.check("x = read_file('a')", kit="mine")) == ["unknown-call"]
+
+
+def test_validations_with_other_tools_or_parameters_never_share_their_names():
+    """The validator keeps the names it built for a (tools, params) pair: each pair its own."""
+    from lackjail.lang import validate
+
+    for _ in range(2):  # the second time from what was kept
+        assert validate("x = read_file(p)", tools=("read_file",), params=("p",)).valid
+        assert rules_of(validate("x = read_file(p)", tools=("grep",), params=("p",))) == [
+            "unknown-call"
+        ]
+        assert not validate("x = read_file(p)", tools=("read_file",), params=("q",)).valid
+        assert validate("x = read_file(p)", tools=["read_file"], params=["p"]).valid
+
+
+def test_a_tool_called_by_name_or_as_a_packs_member_still_has_its_call_checked():
+    class Spec:
+        def __init__(self, *args):
+            self.args = args
+
+    class Arg:
+        def __init__(self, name, type_, required=True):
+            self.name, self.type, self.required = name, type_, required
+
+    class Kit:
+        names = ("read_file", "fs")
+        specs = {"read_file": Spec(Arg("path", "str")), "fs.read": Spec(Arg("path", "str"))}
+
+    checker = Checker(kit=Kit())
+    assert rules_of(checker.check("x = read_file(42)")) == ["tool-call"]
+    assert rules_of(checker.check("x = fs.read(1, 2)")) == ["tool-call"]
+    assert checker.check("x = len([1])\nx").valid  # no tool called: nothing to check

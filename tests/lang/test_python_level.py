@@ -58,6 +58,13 @@ ACCEPTED = [
     "x: int = 1\ny: list",
     "class P:\n    __slots__ = ('x',)\n    def __init__(self):\n        self.x = 1",
     "import collections\nP = collections.namedtuple('P', 'x y')\np = P(1, 2)._asdict()",
+    "import collections\nP = collections.namedtuple('P', 'x')\nq = P._make([1])._replace(x=2)",
+    "match [1]:\n    case list(v) if v:\n        n = len(v)\n    case str(s) | bytes(s):\n"
+    "        n = 0",
+    "from dataclasses import dataclass\n@dataclass\nclass D:\n    _n: int = 0\n"
+    "    def _bump(self):\n        return self._n + 1\nx = D()._bump()",
+    "def same(a, b):\n    return a._key == b._key\nclass K:\n    def __init__(self):\n"
+    "        self._key = 1",
     "x = '{}-{}'.format(1, 2)",
     "import json\njson = {'a': 1}\nx = json.get('a')",
     "class A:\n    def __init__(self):\n        self.__n = 1\n    def __bump(self):\n"
@@ -79,6 +86,9 @@ ACCEPTED = [
     "from urllib.parse import urlparse, quote\nx = urlparse('http://a/b').path",
     "import struct, zlib, secrets, html, shlex, calendar, numbers, queue, contextlib\n"
     "with contextlib.suppress(KeyError):\n    x = {}['a']",
+    "class P:\n    pass\np = P()\nsetattr(p, 'x', 1)\ny = [getattr(p, 'x'), hasattr(p, 'y')]",
+    "v = getattr(1, path, None)",
+    "v = list(map(getattr, [1, 2], ['real', 'imag']))",
 ]
 # Accepted at extended too.
 BOTH = {"x = '{}-{}'.format(1, 2)", "print('x', end='', flush=True)"}
@@ -142,7 +152,6 @@ REJECTED = [
     ("x = type", "call-only"),
     ("x = type(1, 2, 3)", "call-only"),
     ("x = [super]", "call-only"),
-    ("x = getattr(1, 'real')", "forbidden-name"),
     ("x = vars()", "forbidden-name"),
     ("x = eval('1')", "forbidden-name"),
     ("x = open('f')", "forbidden-name"),
@@ -171,6 +180,34 @@ REJECTED = [
         "internal-attribute",
     ),
     ("def f():\n    return 1\nx = f.func_globals", "internal-attribute"),
+    # getattr, hasattr and setattr: a literal name is checked as the jail checks any name
+    ("x = getattr(1, 'f_back', None)", "attribute-name"),
+    ("def g():\n    yield 1\nx = hasattr(g(), 'gi_frame')", "attribute-name"),
+    ("x = getattr(1, '_private')", "attribute-name"),
+    ("x = getattr('{}', 'format')", "attribute-name"),
+    ("x = getattr(str, 'mro')", "attribute-name"),
+    ("class A:\n    pass\nsetattr(A(), 'with_traceback', 1)", "attribute-name"),
+    ("x = getattr((), '__class__')", "dunder-string"),
+    ("x = delattr", "forbidden-name"),
+    # positional class sub-patterns read __match_args__' names: the self-matching builtins only
+    (
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\nmatch P(1):\n"
+        "    case P(v):\n        pass",
+        "dunder-attribute",
+    ),
+    ("def f(int):\n    match 1:\n        case int(v):\n            pass", "dunder-attribute"),
+    (
+        "import random\nmatch random.Random():\n    case object(_randbelow=r):\n        pass",
+        "dunder-attribute",
+    ),
+    # a library object's '_x' (never defined by the program), an enum's '_x_' (even if it is)
+    ("import random\nx = random.Random()._randbelow(3)", "dunder-attribute"),
+    ("from enum import Enum\nX = Enum._convert_('X', 'os', len)", "dunder-attribute"),
+    (
+        "class A:\n    def _create_(self):\n        pass\nfrom enum import Enum\n"
+        "Enum._create_('X')",
+        "dunder-attribute",
+    ),
 ]
 
 
@@ -279,7 +316,8 @@ def test_spec_documents_the_python_level():
     assert data["language"] == "python" and "ClassDef" in data["nodes"]
     assert data["modules"]["json"] == list(FACADES["json"])
     assert "__init__" in data["dunder_methods"] and "__getattr__" not in data["dunder_methods"]
-    assert "type" in data["builtins"] and "getattr" in data["forbidden_names"]
+    assert "type" in data["builtins"] and "delattr" in data["forbidden_names"]
+    assert "getattr" in data["builtins"] and "getattr" in data["summary"]
     text = render(data)
     assert "json: JSONDecodeError" in text and "Dunder methods a class may define" in text
     assert "yield" in data["summary"] and "match" in data["summary"]

@@ -124,6 +124,7 @@ REJECTED = [
     ("internal-attribute", "x = g.gi_frame", 1, 7, {}),
     ("internal-attribute", "x = f.f_globals", 1, 7, {}),
     ("internal-attribute", "x = c.co_code", 1, 7, {}),
+    ("attribute-name", "x = getattr(1, 'f_back')", 1, 16, PY),
     ("internal-attribute", "x = str.mro()", 1, 9, {}),
     ("format-attribute", "x = '{}'.format(1)", 1, 10, {}),
     ("format-attribute", "x = s.format_map(d)", 1, 7, {}),

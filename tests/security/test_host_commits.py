@@ -188,3 +188,16 @@ def test_a_journal_others_can_write_is_never_obeyed(ws, tmp_path):
     os.chmod(folder, 0o777)  # anyone could have planted that record
     Workspace(ws)
     assert (ws / "a.txt").read_text() == "old a\n"
+
+
+def test_a_run_that_staged_no_write_commits_without_a_journal(ws, monkeypatch):
+    """Nothing staged: no journal written, synced and removed (a tool run's commit at every
+    run cost two fsyncs for nothing)."""
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    s = session(ws)
+    assert s.call("read_file", ["a.txt"], {}).ok
+    assert s.commit() == []
+    assert synced == [] and leftovers(ws) == []
+    assert s.call("write_file", ["a.txt", "new a\n"], {}).ok
+    assert s.commit() == ["a.txt"] and synced  # a write is journalled as before

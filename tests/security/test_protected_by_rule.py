@@ -3,6 +3,7 @@ config wherever they lie, the folder git's core.hooksPath names, and the credent
 
 import os
 import pathlib
+import pwd
 import shutil
 import stat
 import tempfile
@@ -10,6 +11,7 @@ import tempfile
 import pytest
 from host_support import ordinary_user, session
 
+from lackjail.workspace import local_rules
 from lackjail.workspace.local_rules import hooks_path
 
 pytestmark = pytest.mark.usefixtures("private_state")
@@ -149,6 +151,31 @@ def test_a_lifted_hooks_rule_keeps_no_exec_bits(ws):
     assert s.call("edit_file", ["hooks/pre-commit", "true", "make"], {}).ok
     assert s.commit() == ["hooks/pre-commit"]
     assert stat.S_IMODE(os.stat(ws / "hooks" / "pre-commit").st_mode) & 0o111 == 0
+
+
+def test_a_workspace_inside_a_checkout_keeps_the_checkout_s_hooks_folder(tmp_path):
+    """The workspace is a folder of a checkout whose .git/config names a folder in it: git runs
+    those files on the next commit, so they are refused as the workspace's own hooks are."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[core]\n\thooksPath = src/hooks\n")
+    ws = repo / "src"
+    (ws / "hooks").mkdir(parents=True)
+    error = refused(ws, "hooks/pre-commit")
+    assert error and "rule 'core.hooksPath'" in error
+    assert refused(ws, "notes.txt") is None
+
+
+@pytest.mark.parametrize("config", [".gitconfig", ".config/git/config"])
+def test_the_owner_s_global_hooks_folder_in_the_workspace_is_refused(ws, monkeypatch, config):
+    """A home as the workspace: the owner's global git config names ~/githooks; git runs them."""
+    (ws / config).parent.mkdir(parents=True, exist_ok=True)
+    (ws / config).write_text("[core]\n\thooksPath = ~/githooks\n")
+    home = pwd.struct_passwd(("alice", "x", os.getuid(), os.getgid(), "", str(ws), "/bin/sh"))
+    monkeypatch.setattr(local_rules.pwd, "getpwuid", lambda uid: home)
+    error = refused(ws, "githooks/pre-push")
+    assert error and "rule 'core.hooksPath'" in error
+    assert refused(ws, "notes.txt") is None
 
 
 def test_a_symlinked_git_config_out_of_the_workspace_is_not_read(ws, tmp_path):
