@@ -1394,20 +1394,25 @@ class _Walker:
         (`private_reads`). The library's own '_x' attributes (Enum._convert_ looks a module
         up by name, ABCMeta._dump_registry prints to the process's stdout) stay out of
         reach. A '_x_' name is the enum machinery's: never read, whoever defines it."""
-        attr, ctx = node.attr, node.ctx.__class__
-        if ctx is _STORE:
+        attr = node.attr
+        if node.ctx.__class__ is _STORE:
             if not (len(attr) > 2 and attr[-1] == "_"):
                 self.private_defined.add(attr)
-        elif len(attr) > 2 and attr[-1] == "_":
+        else:
+            self.private_read(attr, node.end_lineno, node.end_col_offset - len(attr))
+
+    def private_read(self, attr, line, col):
+        """A '_x' attribute read (`obj._x`, or a class pattern's keyword `C(_x=v)`)."""
+        if len(attr) > 2 and attr[-1] == "_":
             self.error(
                 "dunder-attribute",
                 f"attribute '.{attr}' is not allowed: '_name_' attributes are the enum "
                 "machinery's (use .name and .value)",
-                node.end_lineno,
-                node.end_col_offset - len(attr),
+                line,
+                col,
             )
         else:
-            self.private_used.append((attr, node.end_lineno, node.end_col_offset - len(attr)))
+            self.private_used.append((attr, line, col))
 
     def private_reads(self):
         """Each '_x' attribute read must be one the program gives its own objects."""
@@ -1638,6 +1643,8 @@ class _Walker:
                         node.lineno,
                         node.col_offset,
                     )
+                elif attr[:1] == "_":
+                    self.private_read(attr, node.lineno, node.col_offset)
             for item in node.kwd_patterns:
                 self.pattern(item, depth + 1)
         elif kind is ast.MatchStar:

@@ -199,6 +199,10 @@ REJECTED = [
         "dunder-attribute",
     ),
     ("def f(int):\n    match 1:\n        case int(v):\n            pass", "dunder-attribute"),
+    (
+        "import random\nmatch random.Random():\n    case object(_randbelow=r):\n        pass",
+        "dunder-attribute",
+    ),
     # a library object's '_x' (never defined by the program), an enum's '_x_' (even if it is)
     ("import random\nx = random.Random()._randbelow(3)", "dunder-attribute"),
     ("from enum import Enum\nX = Enum._convert_('X', 'os', len)", "dunder-attribute"),
