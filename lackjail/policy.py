@@ -91,6 +91,7 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     pool: PoolSettings = field(default_factory=PoolSettings)
     tools: ToolRules = field(default_factory=ToolRules)
+    source: str = ""  # the file it was read from ("" for a bundled policy or one built in code)
 
     def replace(self, **sections) -> Policy:
         return dataclasses.replace(self, **sections)
@@ -337,6 +338,9 @@ def load_policy(spec=None) -> Policy:
         raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nested array or inline table
         raise PolicyError(f"policy file {path} is nested too deeply to be a policy") from None
-    return policy_from_dict(
+    policy = policy_from_dict(
         data, name=data.get("name", path.stem) if isinstance(data.get("name"), str) else path.stem
     )
+    # a file of the caller's, which programs must not rewrite (see workspace.local_rules)
+    bundled = os.path.dirname(os.path.abspath(path)) == str(POLICY_DIR)
+    return policy if bundled else policy.replace(source=os.path.abspath(path))

@@ -157,14 +157,21 @@ def discover(paths, pattern: str = DEFAULT_GLOB, root=None) -> list[Found]:
 
 
 def _walk(folder: str, regex: re.Pattern, root: str):
+    """The programs below FOLDER, walked by descriptor (os.fwalk): a subfolder swapped for a
+    symlink while it is listed is never entered, so no name from where it leads is reported."""
+
     def fail(exc):
         raise DiscoveryError(f"cannot list folder {exc.filename!r}: {exc.strerror or exc}")
 
-    for current, dirs, files in os.walk(folder, onerror=fail, followlinks=False):
+    for current, dirs, files, dirfd in os.fwalk(folder, onerror=fail, follow_symlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
             if name.startswith("."):
                 continue
             full = os.path.join(current, name)
             if regex.fullmatch(Path(os.path.relpath(full, folder)).as_posix()):
-                yield _found(full, root, SYMLINK_FINDING if os.path.islink(full) else None)
+                try:
+                    link = stat.S_ISLNK(os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode)
+                except FileNotFoundError:
+                    continue  # gone meanwhile
+                yield _found(full, root, SYMLINK_FINDING if link else None)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lackjail.errors import InputError, ToolCallError, unknown_key
+from lackjail.errors import InputError, KitError, ToolCallError, unknown_key
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.files import read_beneath
-from lackjail.workspace.hostfs import explain, read_file
+from lackjail.workspace.hostfs import Root, explain, read_file
 
 CONFIG_PATH = Path(".lackjail") / "config.toml"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -145,9 +145,15 @@ def load_config(root=None, trusted: bool | None = None) -> InferenceConfig:
     user_path = user_config_path()  # its other tables belong to lackjail.userconfig
     user = _toml(_read_user(user_path), user_path)
     ws_path = Path(root or ".") / CONFIG_PATH
-    workspace = _toml(_read_workspace(root), ws_path)
-    if trusted is None:
-        trusted = _is_trusted(user.get("trust", {}), root, user_path)
+    # the folder opened once: its config is read, and its trust decided, from one descriptor
+    opened = root if isinstance(root, Root) else _open(root)
+    try:
+        workspace = _toml(_read_workspace(opened), ws_path)
+        if trusted is None:
+            trusted = _is_trusted(user.get("trust", {}), opened, user_path)
+    finally:
+        if opened is not None and opened is not root:
+            opened.close()
     user_inf = _table(user, "inference", user_path)
     ws_inf = _table(workspace, "inference", ws_path)
     notes = [] if trusted else _drop_credential_choices(ws_inf, ws_path, user_path)
@@ -172,8 +178,18 @@ def _read_user(path: Path) -> str | None:
         raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
-def _read_workspace(root) -> str | None:
+def _open(root) -> Root | None:
+    """The workspace folder ROOT (default: the current one) opened; None when it is none."""
+    try:
+        return Root(root)
+    except KitError:
+        return None
+
+
+def _read_workspace(root: Root | None) -> str | None:
     """The workspace's config text, read as a tool would (confined, as the owner)."""
+    if root is None:
+        return None
     try:
         data = read_beneath(root, str(CONFIG_PATH), MAX_CONFIG_BYTES)
     except ValueError:  # KitError: no workspace folder there
@@ -206,16 +222,27 @@ def _table(data: dict, key: str, path: Path) -> dict:
     return value
 
 
-def _is_trusted(trust, root, user_path: Path) -> bool:
-    """True when the user's config lists this workspace under [trust] workspaces."""
+def _is_trusted(trust, root: Root | None, user_path: Path) -> bool:
+    """True when the user's config lists this workspace under [trust] workspaces: a listed
+    folder is the very folder ROOT holds open (by device and inode, never by a path that the
+    workspace's owner could point elsewhere after its config was read)."""
     listed = trust.get("workspaces", []) if isinstance(trust, dict) else None
     if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
         raise ConfigError(
             f"{user_path}: 'trust.workspaces' must be a list of folders, e.g. "
             'workspaces = ["/home/me/project"]'
         )
-    here = os.path.realpath(root or ".")
-    return any(os.path.realpath(os.path.expanduser(p)) == here for p in listed)
+    if root is None:
+        return False
+    here = os.fstat(root.tree.fd)
+    for path in listed:
+        try:
+            info = os.stat(os.path.expanduser(path))
+        except (OSError, ValueError):
+            continue
+        if (info.st_dev, info.st_ino) == (here.st_dev, here.st_ino):
+            return True
+    return False
 
 
 def _drop_credential_choices(inference: dict, ws_path: Path, user_path: Path) -> list[str]:

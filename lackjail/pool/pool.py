@@ -126,12 +126,12 @@ class Pool:
             self._held.pop(jail, None)
             return
         assert state in STATES, state
+        self._held.pop(jail, None)  # to the end: `_held` is in the order of the latest moves
         self._held[jail] = Held(state, next(self._seq), **fields)
 
     def _in(self, state: str) -> list[JailProcess]:
         """The jails in STATE, in the order they got there (lock held)."""
-        found = [(held.seq, jail) for jail, held in self._held.items() if held.state == state]
-        return [jail for _, jail in sorted(found, key=lambda pair: pair[0])]
+        return [jail for jail, held in self._held.items() if held.state == state]
 
     def _state(self, jail: JailProcess) -> str | None:
         held = self._held.get(jail)

@@ -134,8 +134,7 @@ BINARY_TREE = 2
 def child_filter(layout: int = BINARY_TREE) -> bytes:
     """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest.
     LAYOUT is libseccomp's CTL_OPTIMIZE (1: the plain layout, which tests compare)."""
-    import pyseccomp as seccomp
-
+    seccomp = _pyseccomp()
     flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
     flt.set_attr(seccomp.Attr.CTL_OPTIMIZE, layout)
     for name in ALLOWED:
@@ -147,3 +146,34 @@ def child_filter(layout: int = BINARY_TREE) -> bytes:
         with os.fdopen(write_fd, "wb") as out:
             flt.export_bpf(out)
         return src.read()
+
+
+# The libraries pyseccomp looks up when imported, by their sonames on glibc systems.
+SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
+def _pyseccomp():
+    """pyseccomp, imported with the libraries it looks up found by soname: its two
+    `find_library` calls each ran `ldconfig -p` (a fork and exec of this process) at every
+    start of a jail's first pool. A soname that does not load is looked up as before."""
+    import ctypes
+    import ctypes.util
+
+    look_up = ctypes.util.find_library
+
+    def find(name):
+        soname = SONAMES.get(name)
+        if soname is not None:
+            try:
+                ctypes.CDLL(soname)
+                return soname
+            except OSError:
+                pass
+        return look_up(name)
+
+    ctypes.util.find_library = find
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = look_up
+    return pyseccomp

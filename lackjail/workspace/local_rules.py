@@ -1,5 +1,6 @@
 """The write rules a workspace brings with it: where lackjail's own install, its user config and
-state, and the folder git's `core.hooksPath` names lie inside this workspace.
+state, the folder git's `core.hooksPath` names and the run's policy file lie inside this
+workspace.
 
 None of these has a fixed name: an editable install's `lackjail/` is an
 ordinary folder of the checkout, `$XDG_CONFIG_HOME` may point anywhere, and
@@ -29,7 +30,7 @@ from lackjail.userconfig import user_config_path
 from lackjail.workspace.commit import journal_dirs
 from lackjail.workspace.files import locate, read_regular
 from lackjail.workspace.hostfs import read_file
-from lackjail.workspace.protect import CONFIG, HOOKS, INSTALL
+from lackjail.workspace.protect import CONFIG, HOOKS, INSTALL, POLICY_FILE
 
 MAX_GIT_CONFIG = 1 << 20
 # the hooks git runs, for a core.hooksPath that names the workspace's root itself
@@ -42,11 +43,14 @@ GIT_HOOKS = (
 )  # fmt: skip
 
 
-def local_rules(tree) -> list[tuple[str, str]]:
+def local_rules(tree, policy_file: str = "") -> list[tuple[str, str]]:
     """(rule name, glob anchored at the workspace root) for each of the places that lie in the
-    workspace of TREE (the whole workspace is `/**` when it is such a place)."""
+    workspace of TREE (the whole workspace is `/**` when it is such a place); POLICY_FILE is
+    the file the run's policy came from, if any."""
     rules = []
     places = [(INSTALL, p) for p in install_places()] + [(CONFIG, p) for p in config_places()]
+    if policy_file:
+        places.append((POLICY_FILE, policy_file))
     places += [(HOOKS, p) for p in hooks_places(tree)]
     for name, place in places:
         rel = beneath(tree.fd, place)

@@ -35,7 +35,8 @@ from lackjail.workspace.paths import show
 
 HIDDEN = ".*"  # the class rule: a hidden file or folder, anywhere
 INSTALL, CONFIG, HOOKS = "lackjail-install", "lackjail-config", "core.hooksPath"
-LOCAL_RULES = (INSTALL, CONFIG, HOOKS)  # found per workspace (see local_rules)
+POLICY_FILE = "policy-file"
+LOCAL_RULES = (INSTALL, CONFIG, HOOKS, POLICY_FILE)  # found per workspace (see local_rules)
 NAMED_WRITE_DENY = (
     # version control metadata (hooks, config that runs filters)
     ".git", ".hg", ".svn", ".bzr", ".jj", ".gitmodules",
@@ -90,6 +91,7 @@ WHY_WRITE = {
     INSTALL: "lackjail's own package or environment lies here: the next lackjail command runs it",
     CONFIG: "lackjail's own user configuration or state lies here: later runs obey it",
     HOOKS: "git's core.hooksPath names this folder: git runs its files later",
+    POLICY_FILE: "it is the policy file this run obeys: later runs would obey what was written",
 }
 
 
@@ -173,11 +175,12 @@ def _first(rules: tuple, combined: re.Pattern | None, rel: str) -> str | None:
 class Protection:
     """The write and read rules in force for one run (`bound` to a workspace for its own rules)."""
 
-    def __init__(self, write_deny=(), read_deny=(), write_allow=(), read_allow=()):
+    def __init__(self, write_deny=(), read_deny=(), write_allow=(), read_allow=(), policy_file=""):
         self.write_allow = tuple(write_allow)
         self.write, self.read, self._any_write, self._any_read, self._lifted_hidden = _rules(
             tuple(write_deny), tuple(read_deny), self.write_allow, tuple(read_allow)
         )
+        self.policy_file = policy_file
         self._find = None
         self._local: list | None = None  # (rule name, anchored glob) of the workspace, lazily
         self._finding = threading.Lock()
@@ -186,13 +189,17 @@ class Protection:
     def from_policy(cls, policy) -> Protection:
         rules = getattr(policy, "tools", None)
         return cls(
-            *(getattr(rules, key, ()) for key in ("write_deny", "read_deny")),
-            *(getattr(rules, key, ()) for key in ("write_allow", "read_allow")),
+            write_deny=getattr(rules, "write_deny", ()),
+            read_deny=getattr(rules, "read_deny", ()),
+            write_allow=getattr(rules, "write_allow", ()),
+            read_allow=getattr(rules, "read_allow", ()),
+            policy_file=getattr(policy, "source", ""),
         )
 
     def bound(self, find) -> Protection:
-        """These rules for one workspace: FIND() returns its own rules (lackjail's install and
-        config, core.hooksPath; see `local_rules`), called on the first write checked."""
+        """These rules for one workspace: FIND(policy_file) returns its own rules (lackjail's
+        install and config, core.hooksPath, the policy's file; see `local_rules`), called on
+        the first write checked."""
         self._find, self._local = find, None
         return self
 
@@ -239,7 +246,7 @@ class Protection:
             return []
         with self._finding:
             if self._local is None:
-                self._local = self._find()
+                self._local = self._find(self.policy_file)
             return self._local
 
 

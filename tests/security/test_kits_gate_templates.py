@@ -102,6 +102,34 @@ def test_an_explicit_symlink_argument_is_a_finding_too(repo):
     assert found.finding and "not read" in found.finding
 
 
+def test_a_folder_swapped_for_a_symlink_during_the_walk_is_never_listed(tmp_path, monkeypatch):
+    """A user exchanges a subfolder with a symlink to a folder only root may list, at the worst
+    moment: after the walk saw a folder there, before it lists it (a looping renameat2 won
+    that race in 10 of 68 root gate runs). No name from there may reach the report."""
+    repo, secret = tmp_path / "repo", tmp_path / "private"
+    (repo / "s").mkdir(parents=True)
+    (repo / "s" / "a.lackpy").write_text("1\n")
+    secret.mkdir(mode=0o700)
+    (secret / "private-name.lackpy").write_text("1\n")
+    swapped = []
+
+    def swap_before(real):
+        def call(target, *args, **kwargs):
+            named = not isinstance(target, int) and os.fsdecode(target).rsplit("/", 1)[-1]
+            if not swapped and named == "s":
+                swapped.append(target)
+                os.rename(repo / "s", repo / "s.old")
+                os.symlink(secret, repo / "s")
+            return real(target, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(os, "scandir", swap_before(os.scandir))
+    monkeypatch.setattr(os, "open", swap_before(os.open))
+    names = [f.name for f in discover([str(repo)], root=str(repo))]
+    assert swapped and not any("private-name" in n for n in names), names
+
+
 def test_programs_are_opened_beneath_the_root(repo, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "p.lackpy").write_text(SECRET + "\n")

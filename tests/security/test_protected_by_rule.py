@@ -257,3 +257,21 @@ def test_ordinary_files_named_like_credentials_stay_readable(ws, path):
 def test_a_rule_the_policy_added_says_where_to_remove_it(ws):
     error = refused(ws, "docs/x.md", write_deny=("docs/**",))
     assert "rule 'docs/**'" in error and "remove it from tools.write_deny" in error
+
+
+def test_the_policy_file_the_run_obeys_is_refused_when_it_lies_in_the_workspace(ws):
+    """A policy passed by path (`--policy ./ci.toml`, or the user's [defaults] policy) may lie
+    in the workspace: a program rewriting it would choose the next run's rules."""
+    from lackjail.kit import resolve_kit
+    from lackjail.policy import load_policy
+
+    (ws / "conf").mkdir()
+    (ws / "conf" / "mine.toml").write_text('isolation = "any"\n')
+    policy = load_policy(str(ws / "conf" / "mine.toml"))
+    assert policy.source == str(ws / "conf" / "mine.toml") and load_policy("ci").source == ""
+    s = resolve_kit("files", workspace=ws).session(policy, ws)
+    out = s.call("write_file", ["conf/mine.toml", "[tools]\nwrite_allow = ['.*']\n"], {})
+    assert not out.ok and "rule 'policy-file'" in out.error, out.error
+    assert s.call("write_file", ["conf/other.toml", "x"], {}).ok
+    assert s.commit() == ["conf/other.toml"]
+    assert "write_allow" not in (ws / "conf" / "mine.toml").read_text()

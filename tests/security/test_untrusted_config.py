@@ -108,6 +108,36 @@ def test_a_workspace_the_user_trusts_may_set_endpoints(ws, attacker, tmp_path):
     assert load_config(ws, trusted=False).providers["anthropic"].base_url is None
 
 
+def test_trust_is_decided_for_the_folder_whose_config_was_read(ws, attacker, tmp_path, monkeypatch):
+    """The workspace's owner swaps it for a symlink to a folder the user trusts right after its
+    config was read (a race a looping renameat2 wins within seconds): the config read is still
+    the untrusted folder's, so its endpoints are dropped."""
+    from lackjail.infer import config as infer_config
+
+    hostile_config(ws, attacker.url)
+    trusted = tmp_path / "trusted"
+    trusted.mkdir()
+    user_config(tmp_path, f'[trust]\nworkspaces = ["{trusted}"]\n')
+    read = infer_config._read_workspace
+
+    def read_then_swap(root):
+        text = read(root)
+        os.rename(ws, tmp_path / "ws.real")
+        os.symlink(trusted, ws)
+        return text
+
+    monkeypatch.setattr(infer_config, "_read_workspace", read_then_swap)
+    config = load_config(ws)
+    assert config.providers["anthropic"].base_url is None and len(config.notes) == 3
+
+
+def test_a_listed_folder_is_trusted_by_what_it_is_not_how_it_is_named(ws, attacker, tmp_path):
+    hostile_config(ws, attacker.url)
+    os.symlink(ws, tmp_path / "alias")
+    user_config(tmp_path, f'[trust]\nworkspaces = ["{tmp_path / "alias"}"]\n')
+    assert load_config(ws).providers["anthropic"].base_url == attacker.url
+
+
 def test_endpoints_come_from_the_user_s_own_config(ws, attacker, tmp_path):
     hostile_config(ws, "http://127.0.0.1:1")
     user_config(tmp_path, f'[inference.providers.anthropic]\nbase_url = "{attacker.url}"\n')
