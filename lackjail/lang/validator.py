@@ -1525,7 +1525,8 @@ class _Walker:
                     ", ".join(FACADES[module])
                     if len(FACADES[module]) <= 12
                     else "in the python level's spec"
-                ),
+                )
+                + (f"; {INSTEAD[module]}" if module in INSTEAD else ""),
                 line,
                 col,
             )
@@ -1715,6 +1716,14 @@ class _Walker:
                 self.variables.add(ident)
 
     def v_nonlocal(self, node, depth):
+        if self.scope == 0:  # the compiler's error, not the parser's: said here as it says it
+            self.error(
+                "syntax",
+                "nonlocal declaration not allowed at module level",
+                node.lineno,
+                node.col_offset,
+            )
+            return
         for ident in node.names:
             if self.check_name(ident, node.lineno, node.col_offset):
                 if self.lines is not None and not ident.isascii():

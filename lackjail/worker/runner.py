@@ -148,23 +148,24 @@ class Output:
             self.sent_at = time.monotonic()
 
 
+class LibraryOutput:
+    """sys.stdout while a python-level program runs: what its print (CPython's own) and the
+    standard library (re's DEBUG dump) write is the program's output. No program reaches it."""
+
+    __slots__ = ("write", "flush")
+
+    def __init__(self, out):
+        self.write, self.flush = out.write, out.flush
+
+
 def make_print(out, language="lackpy"):
     def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
-    def python_print(*args, sep=" ", end="\n", file=None, flush=False):
-        """The python level's, with CPython's file= (a program's StringIO) and flush=."""
-        sep = " " if sep is None else sep
-        end = "\n" if end is None else end
-        if not isinstance(sep, str) or not isinstance(end, str):
-            raise TypeError("print(): sep and end must be strings")
-        (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
-
-    if language == "python":
-        python_print.__name__ = python_print.__qualname__ = "print"
-        return python_print
+    if language == "python":  # CPython's own, writing to sys.stdout: LibraryOutput
+        return builtins.print
     return print
 
 
@@ -392,6 +393,8 @@ def run_one(channel, msg, limits):
                     _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
+            if language == "python":
+                sys.stdout = LibraryOutput(out)
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             for name in host_tools:

@@ -173,3 +173,27 @@ def test_a_name_built_at_run_time_that_is_off_limits_is_refused(jail, source):
 def test_a_str_subclass_cannot_name_an_attribute(jail):
     r = jail.run("class S(str):\n    pass\ngetattr(1, S('real'))")
     assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors
+
+
+def test_print_is_cpythons_own_and_what_the_library_prints_is_output(jail):
+    r = jail.run("print(1, 2, sep='-', end='!')\nprint('x', flush=True)\nrepr(print)")
+    assert (r.status, r.value, r.output) == ("ok", "<built-in function print>", "1-2!x\n")
+    r = jail.run("print('x', **{'foo': 1})")
+    assert r.errors[0]["message"] == "TypeError: 'foo' is an invalid keyword argument for print()"
+    r = jail.run("import re\nx = re.compile('ab', 128)\nprint('end')")  # re.DEBUG prints a dump
+    assert r.status == "ok" and r.output.startswith("LITERAL 97\nLITERAL 98\n")
+    assert r.output.endswith("SUCCESS\nend\n")
+
+
+def test_sys_is_what_the_interpreter_is(jail):
+    import sys
+
+    r = jail.run(
+        "import sys\n[sys.maxsize, list(sys.version_info[:2]), sys.platform, sys.float_info.dig]"
+    )
+    assert (r.status, r.value) == (
+        "ok",
+        [sys.maxsize, list(sys.version_info[:2]), sys.platform, sys.float_info.dig],
+    )
+    r = jail.run("import sys\ngetattr(sys, 'mod' + 'ules')")
+    assert r.errors[0]["message"] == "AttributeError: module 'sys' has no attribute 'modules'"

@@ -46,8 +46,11 @@ def test_each_facade_holds_exactly_its_names(modules):
 def test_the_importer_hands_out_facades_only(modules):
     assert facades.importer("json") is modules["json"]
     assert facades.importer("json", None, None, ("loads",), 0) is modules["json"]
-    for name in ("os", "sys", "builtins", "_strptime", "importlib"):
+    for name in ("os", "builtins", "_strptime", "importlib"):
         assert facades.importer(name) is None  # loaded: a C caller reads sys.modules itself
+    assert facades.importer("sys") is modules["sys"]
+    for leak in ("modules", "argv", "stdout", "path", "_getframe", "settrace", "exit"):
+        assert not hasattr(modules["sys"], leak), leak
     with pytest.raises(ImportError):
         facades.importer("no_such_module_here")
     with pytest.raises(ImportError):
