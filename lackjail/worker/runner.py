@@ -124,6 +124,8 @@ class Output:
         self.sent_at = 0.0
 
     def write(self, text):
+        if type(text) is not str:  # a str subclass's __len__ could say 0 and pass the cap
+            text = str.__str__(text)
         size = len(text)
         if self.total + size > self.cap:  # keep what fits, then stop the run
             self.parts.append(text[: self.cap - self.total])

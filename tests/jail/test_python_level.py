@@ -106,6 +106,30 @@ def test_a_stop_that_reaches_exit_stays_the_runs_verdict(require_nsjail):
         assert "output exceeds" in r.errors[0]["message"]
 
 
+def test_a_str_whose_len_lies_is_held_to_the_jails_own_output_cap(require_nsjail):
+    """print writes str(x), which may be a str subclass: its __len__ must not decide how much
+    output the jail lets through (the controller's own cap would be the only one left)."""
+    from lackjail.policy import load_policy
+
+    policy = load_policy("default")
+    policy = policy.replace(limits=policy.limits.__class__(output_bytes=1000))
+    program = (
+        "class S(str):\n"
+        "    def __len__(self):\n"
+        "        return 0\n"
+        "    def __str__(self):\n"
+        "        return self\n"
+        "big = S('x' * 100000)\n"
+        "for i in range(5):\n"
+        "    print(big, end=S(''), sep=S(''))\n"
+    )
+    with Jail(policy=policy, workers=1, language="python") as jail:
+        r = jail.run(program)
+        assert r.status == "limit", r
+        assert r.errors[0]["message"].startswith("output exceeds the 1000-byte limit"), r.errors
+        assert len(r.output) <= 1000
+
+
 def test_a_session_at_the_python_level_imports_and_keeps_its_modules(jail):
     """A session's jail is started apart from the pool's: it imports the modules too."""
     with jail.session() as session:

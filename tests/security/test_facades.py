@@ -76,6 +76,16 @@ def test_wrapped_names_take_no_attribute_names(modules):
         modules["functools"].update_wrapper(f, f, ("__globals__",))
     with pytest.raises(ValueError):
         modules["hashlib"].new("md4")
+
+    class Yes(str):  # says it equals any name, and hashes as one that is allowed
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return hash("md5")
+
+    with pytest.raises(ValueError, match="sm3"):
+        modules["hashlib"].new(Yes("sm3"))
     assert modules["hashlib"].new("sha256", b"x").hexdigest().startswith("2d711642")
     printed = []
     facades.OUTPUT[0] = printed.append
