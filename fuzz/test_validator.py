@@ -882,7 +882,8 @@ def assert_obeys_python(source):
             assert not (isinstance(owner, ast.Name) and owner.id == "read_file"), "tool attribute"
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
+            if not any(c.isspace() for c in text):  # a text with whitespace is no name
+                assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
             if node.id.startswith("__") and node.id.endswith("__"):
@@ -1047,7 +1048,7 @@ OWNER_ATTRIBUTES = mostly(
 )
 STRINGS = mostly(
     ["'hi____'", "'a__b'", "'__main__'", "'____'", "b'__'"],
-    ["'__class__'", "'{0.__globals__}'", "b'__import__'", "'x __init__'"],
+    ["'__class__'", "'{0.__globals__}'", "b'__import__'", "'x __init__'", "'x.__init__'"],
 )
 
 

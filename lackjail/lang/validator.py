@@ -238,6 +238,13 @@ def _future_annotations(body) -> bool:
     return False
 
 
+def _is_sentence(text) -> bool:
+    """Does TEXT hold whitespace? Then it is no attribute name or dotted path for any sink
+    ("from __exit__", an assert's message); what the program cuts out of it at run time
+    meets getattr's own check."""
+    return " " in text or any(c.isspace() for c in text)
+
+
 def _dunder_word(text):
     """The first word of TEXT that starts with '__' and a letter or digit ('__class__',
     '__x'), other than '__main__'; None if there is none. A data string may hold '__'
@@ -1168,7 +1175,8 @@ class _Walker:
                         node.col_offset,
                     )
                 else:
-                    word = _dunder_word(value if kind is str else value.decode("latin-1"))
+                    text = value if kind is str else value.decode("latin-1")
+                    word = None if _is_sentence(text) else _dunder_word(text)
                     if word is not None:
                         self.error(
                             "dunder-string",
