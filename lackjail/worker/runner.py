@@ -340,6 +340,18 @@ def _assign_value(last):
     )
 
 
+# A program's recursion limit is a script's: the runner's frames below it do not count.
+RECURSION_LIMIT = sys.getrecursionlimit()
+
+
+def _depth():
+    """How many frames are below the program's module frame (the runner's own)."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 def _cpu_ms(usage):
     return (usage.ru_utime + usage.ru_stime) * 1000
 
@@ -407,6 +419,7 @@ def run_one(channel, msg, limits):
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
             try:
+                sys.setrecursionlimit(RECURSION_LIMIT + _depth())
                 exec(code, namespace)
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:

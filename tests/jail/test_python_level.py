@@ -221,3 +221,19 @@ def test_sys_is_what_the_interpreter_is(jail):
     )
     r = jail.run("import sys\ngetattr(sys, 'mod' + 'ules')")
     assert r.errors[0]["message"] == "AttributeError: module 'sys' has no attribute 'modules'"
+
+
+def test_a_program_recurses_as_deep_as_a_script(jail, tmp_path):
+    """The runner's frames below the program do not eat into its recursion limit."""
+    import subprocess
+    import sys
+
+    source = (
+        "def depth(n=0):\n    try:\n        return depth(n + 1)\n"
+        "    except RecursionError:\n        return n\nprint(depth())"
+    )
+    script = tmp_path / "deep.py"
+    script.write_text(source)
+    want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
+    assert want.returncode == 0 and int(want.stdout) > 900
+    assert jail.run(source).output == want.stdout
