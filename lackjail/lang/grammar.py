@@ -333,6 +333,7 @@ PYTHON_BUILTINS = (
     "ascii",
     "complex",
     "NotImplemented",
+    "Ellipsis",
     "getattr",
     "hasattr",
     "setattr",

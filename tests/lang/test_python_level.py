@@ -93,6 +93,7 @@ ACCEPTED = [
     # a text with whitespace is no attribute name or path: an error message, an assert's
     "class E:\n    def __exit__(self, *a):\n        raise RuntimeError('from __exit__')",
     "assert 1 == 1, '__eq__ should hold'",
+    "x = ... is Ellipsis",
 ]
 # Accepted at extended too.
 BOTH = {"x = '{}-{}'.format(1, 2)", "print('x', end='', flush=True)"}
