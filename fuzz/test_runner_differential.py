@@ -130,17 +130,18 @@ REFERENCE = textwrap.dedent(r'''
         def print(*args, **kwargs):
             builtins.print(*args, file=buf, **kwargs)
 
-        if language == "python":  # plain CPython: a script's module, every builtin
+        if language == "python":  # plain CPython: a script's module, every builtin, print too
             module = types.ModuleType("__main__")
             sys.modules["__main__"] = module
             ns = module.__dict__
             ns["__builtins__"] = builtins
+            sys.stdout = buf  # CPython's own print writes here (the frames go to rout)
         else:
             ns = {name: getattr(builtins, name) for name in NAMES if hasattr(builtins, name)}
             if language == "extended":
                 ns.update(EXCEPTIONS)
             ns["__builtins__"] = {}
-        ns["print"] = print
+            ns["print"] = print
         ns.update(params)
         tree = ast.parse(src, FILENAME)
         last = None

@@ -801,14 +801,13 @@ HOOKS = {
     "__closure__",
     "__traceback__",
 }
+# getattr, hasattr and setattr are the jail's own at the python level (they refuse, when
+# called, what a literal name may not be): a literal name they get is checked below.
 PYTHON_DANGEROUS = {
     "eval",
     "exec",
     "open",
-    "getattr",
-    "setattr",
     "delattr",
-    "hasattr",
     "globals",
     "locals",
     "vars",
@@ -883,7 +882,8 @@ def assert_obeys_python(source):
             assert not (isinstance(owner, ast.Name) and owner.id == "read_file"), "tool attribute"
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
+            if not any(c.isspace() for c in text):  # a text with whitespace is no name
+                assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
             if node.id.startswith("__") and node.id.endswith("__"):
@@ -894,6 +894,12 @@ def assert_obeys_python(source):
             if isinstance(node.ctx, ast.Store):
                 assert node.id not in PY_TOOLS and node.id not in PARAMS
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            by_name = node.func.id in ("getattr", "hasattr", "setattr")
+            if by_name and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                name = node.args[1].value
+                if isinstance(name, str):
+                    assert not name.startswith(("_", *INTERNAL)), name
+                    assert name not in ("mro", "with_traceback", "format", "format_map"), name
             if node.func.id == "type" and "type" not in modules:
                 assert len(node.args) == 1 and not node.keywords
             if node.func.id == "super":
@@ -920,6 +926,63 @@ def assert_obeys_python(source):
             for attr in node.kwd_attrs:  # a keyword pattern reads that attribute
                 assert not (attr.startswith("__") and attr.endswith("__")), attr
                 assert not attr.startswith(INTERNAL), attr
+            if node.patterns:  # positional: only a builtin that matches itself, never rebound
+                cls = node.cls
+                assert isinstance(cls, ast.Name) and cls.id in SELF_MATCHING, ast.dump(cls)
+                assert cls.id not in _bound_anywhere(tree), cls.id
+    _assert_own_private_reads(tree)
+
+
+# The builtins a class pattern's positional sub-pattern may name: they match the subject.
+SELF_MATCHING = {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list"}
+SELF_MATCHING |= {"set", "str", "tuple"}
+NAMEDTUPLE_API = {"_make", "_asdict", "_replace", "_fields", "_field_defaults"}
+
+
+def _bound_anywhere(tree):
+    """Every name the program binds, in any scope."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound
+
+
+def _assert_own_private_reads(tree):
+    """A '_x' attribute is read only when the program gives its own objects one (a store, or
+    a name bound in a class body), or it is namedtuple's API; a '_x_' never."""
+    defined, read = set(NAMEDTUPLE_API), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            if isinstance(node.ctx, ast.Store):
+                defined.add(node.attr)
+            elif not (node.attr.startswith("__") and node.attr.endswith("__")):
+                read.append(node.attr)
+        elif isinstance(node, ast.MatchClass):
+            read += [a for a in node.kwd_attrs if a.startswith("_")]
+        elif isinstance(node, ast.ClassDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    defined.add(inner.id)
+                elif isinstance(inner, (ast.FunctionDef, ast.ClassDef)):
+                    defined.add(inner.name)
+    for attr in read:
+        assert not (len(attr) > 2 and attr.endswith("_")), f"an enum '_x_' read: {attr}"
+        assert attr in defined, f"a '_x' attribute the program never defines: {attr}"
 
 
 def checked_python(source) -> ValidationResult:
@@ -985,7 +1048,7 @@ OWNER_ATTRIBUTES = mostly(
 )
 STRINGS = mostly(
     ["'hi____'", "'a__b'", "'__main__'", "'____'", "b'__'"],
-    ["'__class__'", "'{0.__globals__}'", "b'__import__'", "'x __init__'"],
+    ["'__class__'", "'{0.__globals__}'", "b'__import__'", "'x __init__'", "'x.__init__'"],
 )
 
 

@@ -55,9 +55,11 @@ SUMMARIES = {
         "metaclasses and class keywords, delattr/vars/dir/globals/eval/exec/open, "
         "type() with more than one argument, str.format on a string "
         "that is not a literal, async/await, try/except*; modules that touch "
-        "files, processes, the network or code (os, sys, pathlib, subprocess, socket, "
-        "importlib, inspect, ...) -- a kit tool does that. `time.sleep` counts against the "
-        "wall-clock limit; `random` is seeded afresh in every run's process."
+        "files, processes, the network or code (os, pathlib, subprocess, socket, "
+        "importlib, inspect, ...; sys only as a facade of what the interpreter is: "
+        "sys.version_info, sys.maxsize, sys.platform ...) -- a kit tool does that. "
+        "`time.sleep` counts against the wall-clock limit; `random` is seeded afresh in "
+        "every run's process."
     ),
 }
 

@@ -147,6 +147,10 @@ _NAMES = {
         "Template ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits "
         "octdigits printable punctuation whitespace"
     ),
+    # what the interpreter is, never what the process holds (argv, modules, streams, frames)
+    "sys": (
+        "byteorder float_info hexversion int_info maxsize maxunicode platform version version_info"
+    ),
     "struct": "Struct calcsize error iter_unpack pack pack_into unpack unpack_from",
     "textwrap": "TextWrapper dedent fill indent shorten wrap",
     "time": (
@@ -196,6 +200,7 @@ _PROCESS = "the jail runs no other process or thread: do the work in the program
 INSTEAD = {
     "os": f"{_FILES}; parameters instead of the environment",
     "os.path": "join paths with '/'.join(...) or an f-string; " + _FILES,
+    # sys is a facade: these say what to write instead of the names it leaves out
     "sys": "parameters instead of sys.argv, print() instead of sys.stdout, raise to stop",
     "pathlib": _FILES,
     "shutil": _FILES,

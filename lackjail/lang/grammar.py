@@ -518,7 +518,8 @@ class Level:
             for op, text in FORBIDDEN_OPERATORS.items()
             if op not in binary and op not in unary
         }
-        # a name a facade exports may be imported (`from functools import reduce`)
+        # a facade (`import sys`) and a name it exports (`from functools import reduce`)
+        # may be imported
         self.forbidden_names = FORBIDDEN_NAMES - frozenset(builtins) - frozenset(importable)
 
 
@@ -537,6 +538,6 @@ LEVELS = {
         {**BINARY_OPERATORS, **EXTENDED_BINARY_OPERATORS, ast.MatMult: "@"},
         {**UNARY_OPERATORS, **EXTENDED_UNARY_OPERATORS},
         EXCEPTION_NAMES + PYTHON_EXCEPTION_NAMES,
-        frozenset(name for names in FACADES.values() for name in names),
+        frozenset(FACADES) | frozenset(name for names in FACADES.values() for name in names),
     ),
 }

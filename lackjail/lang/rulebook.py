@@ -145,7 +145,7 @@ RULEBOOK = {
     ),
     "dunder-string": (
         "no str or bytes constant contains '__' (python: none names a dunder such as "
-        "'__class__'; '__main__' and other '__' are fine)",
+        "'__class__'; '__main__', other '__' and a text with whitespace are fine)",
         "x = '__import__'",
         "x = 'import'",
         "lackpy",

@@ -238,6 +238,13 @@ def _future_annotations(body) -> bool:
     return False
 
 
+def _is_sentence(text) -> bool:
+    """Does TEXT hold whitespace? Then it is no attribute name or dotted path for any sink
+    ("from __exit__", an assert's message); what the program cuts out of it at run time
+    meets getattr's own check."""
+    return " " in text or any(c.isspace() for c in text)
+
+
 def _dunder_word(text):
     """The first word of TEXT that starts with '__' and a letter or digit ('__class__',
     '__x'), other than '__main__'; None if there is none. A data string may hold '__'
@@ -1168,7 +1175,8 @@ class _Walker:
                         node.col_offset,
                     )
                 else:
-                    word = _dunder_word(value if kind is str else value.decode("latin-1"))
+                    text = value if kind is str else value.decode("latin-1")
+                    word = None if _is_sentence(text) else _dunder_word(text)
                     if word is not None:
                         self.error(
                             "dunder-string",
@@ -1525,7 +1533,8 @@ class _Walker:
                     ", ".join(FACADES[module])
                     if len(FACADES[module]) <= 12
                     else "in the python level's spec"
-                ),
+                )
+                + (f"; {INSTEAD[module]}" if module in INSTEAD else ""),
                 line,
                 col,
             )
@@ -1715,6 +1724,14 @@ class _Walker:
                 self.variables.add(ident)
 
     def v_nonlocal(self, node, depth):
+        if self.scope == 0:  # the compiler's error, not the parser's: said here as it says it
+            self.error(
+                "syntax",
+                "nonlocal declaration not allowed at module level",
+                node.lineno,
+                node.col_offset,
+            )
+            return
         for ident in node.names:
             if self.check_name(ident, node.lineno, node.col_offset):
                 if self.lines is not None and not ident.isascii():

@@ -116,7 +116,8 @@ def _wrappers(modules):
         return functools.update_wrapper(wrapper, wrapped)
 
     def new(name, data=b"", **kwargs):
-        if name not in hashlib.algorithms_guaranteed:
+        # a plain str: a subclass's __eq__ and __hash__ could pass any name through the test
+        if builtins.type(name) is not str or name not in hashlib.algorithms_guaranteed:
             raise ValueError(f"unsupported hash type {name}")
         return hashlib.new(name, data, **kwargs)
 

@@ -124,6 +124,8 @@ class Output:
         self.sent_at = 0.0
 
     def write(self, text):
+        if type(text) is not str:  # a str subclass's __len__ could say 0 and pass the cap
+            text = str.__str__(text)
         size = len(text)
         if self.total + size > self.cap:  # keep what fits, then stop the run
             self.parts.append(text[: self.cap - self.total])
@@ -148,23 +150,24 @@ class Output:
             self.sent_at = time.monotonic()
 
 
+class LibraryOutput:
+    """sys.stdout while a python-level program runs: what its print (CPython's own) and the
+    standard library (re's DEBUG dump) write is the program's output. No program reaches it."""
+
+    __slots__ = ("write", "flush")
+
+    def __init__(self, out):
+        self.write, self.flush = out.write, out.flush
+
+
 def make_print(out, language="lackpy"):
     def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
-    def python_print(*args, sep=" ", end="\n", file=None, flush=False):
-        """The python level's, with CPython's file= (a program's StringIO) and flush=."""
-        sep = " " if sep is None else sep
-        end = "\n" if end is None else end
-        if not isinstance(sep, str) or not isinstance(end, str):
-            raise TypeError("print(): sep and end must be strings")
-        (out if file is None else file).write(sep.join([str(a) for a in args]) + end)
-
-    if language == "python":
-        python_print.__name__ = python_print.__qualname__ = "print"
-        return python_print
+    if language == "python":  # CPython's own, writing to sys.stdout: LibraryOutput
+        return builtins.print
     return print
 
 
@@ -337,6 +340,18 @@ def _assign_value(last):
     )
 
 
+# A program's recursion limit is a script's: the runner's frames below it do not count.
+RECURSION_LIMIT = sys.getrecursionlimit()
+
+
+def _depth():
+    """How many frames are below the program's module frame (the runner's own)."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 def _cpu_ms(usage):
     return (usage.ru_utime + usage.ru_stime) * 1000
 
@@ -392,6 +407,8 @@ def run_one(channel, msg, limits):
                     _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
+            if language == "python":
+                sys.stdout = LibraryOutput(out)
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             for name in host_tools:
@@ -402,6 +419,7 @@ def run_one(channel, msg, limits):
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
             try:
+                sys.setrecursionlimit(RECURSION_LIMIT + _depth())
                 exec(code, namespace)
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:

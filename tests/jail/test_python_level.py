@@ -106,6 +106,30 @@ def test_a_stop_that_reaches_exit_stays_the_runs_verdict(require_nsjail):
         assert "output exceeds" in r.errors[0]["message"]
 
 
+def test_a_str_whose_len_lies_is_held_to_the_jails_own_output_cap(require_nsjail):
+    """print writes str(x), which may be a str subclass: its __len__ must not decide how much
+    output the jail lets through (the controller's own cap would be the only one left)."""
+    from lackjail.policy import load_policy
+
+    policy = load_policy("default")
+    policy = policy.replace(limits=policy.limits.__class__(output_bytes=1000))
+    program = (
+        "class S(str):\n"
+        "    def __len__(self):\n"
+        "        return 0\n"
+        "    def __str__(self):\n"
+        "        return self\n"
+        "big = S('x' * 100000)\n"
+        "for i in range(5):\n"
+        "    print(big, end=S(''), sep=S(''))\n"
+    )
+    with Jail(policy=policy, workers=1, language="python") as jail:
+        r = jail.run(program)
+        assert r.status == "limit", r
+        assert r.errors[0]["message"].startswith("output exceeds the 1000-byte limit"), r.errors
+        assert len(r.output) <= 1000
+
+
 def test_a_session_at_the_python_level_imports_and_keeps_its_modules(jail):
     """A session's jail is started apart from the pool's: it imports the modules too."""
     with jail.session() as session:
@@ -173,3 +197,43 @@ def test_a_name_built_at_run_time_that_is_off_limits_is_refused(jail, source):
 def test_a_str_subclass_cannot_name_an_attribute(jail):
     r = jail.run("class S(str):\n    pass\ngetattr(1, S('real'))")
     assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors
+
+
+def test_print_is_cpythons_own_and_what_the_library_prints_is_output(jail):
+    r = jail.run("print(1, 2, sep='-', end='!')\nprint('x', flush=True)\nrepr(print)")
+    assert (r.status, r.value, r.output) == ("ok", "<built-in function print>", "1-2!x\n")
+    r = jail.run("print('x', **{'foo': 1})")
+    assert r.errors[0]["message"] == "TypeError: 'foo' is an invalid keyword argument for print()"
+    r = jail.run("import re\nx = re.compile('ab', 128)\nprint('end')")  # re.DEBUG prints a dump
+    assert r.status == "ok" and r.output.startswith("LITERAL 97\nLITERAL 98\n")
+    assert r.output.endswith("SUCCESS\nend\n")
+
+
+def test_sys_is_what_the_interpreter_is(jail):
+    import sys
+
+    r = jail.run(
+        "import sys\n[sys.maxsize, list(sys.version_info[:2]), sys.platform, sys.float_info.dig]"
+    )
+    assert (r.status, r.value) == (
+        "ok",
+        [sys.maxsize, list(sys.version_info[:2]), sys.platform, sys.float_info.dig],
+    )
+    r = jail.run("import sys\ngetattr(sys, 'mod' + 'ules')")
+    assert r.errors[0]["message"] == "AttributeError: module 'sys' has no attribute 'modules'"
+
+
+def test_a_program_recurses_as_deep_as_a_script(jail, tmp_path):
+    """The runner's frames below the program do not eat into its recursion limit."""
+    import subprocess
+    import sys
+
+    source = (
+        "def depth(n=0):\n    try:\n        return depth(n + 1)\n"
+        "    except RecursionError:\n        return n\nprint(depth())"
+    )
+    script = tmp_path / "deep.py"
+    script.write_text(source)
+    want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
+    assert want.returncode == 0 and int(want.stdout) > 900
+    assert jail.run(source).output == want.stdout

@@ -46,8 +46,11 @@ def test_each_facade_holds_exactly_its_names(modules):
 def test_the_importer_hands_out_facades_only(modules):
     assert facades.importer("json") is modules["json"]
     assert facades.importer("json", None, None, ("loads",), 0) is modules["json"]
-    for name in ("os", "sys", "builtins", "_strptime", "importlib"):
+    for name in ("os", "builtins", "_strptime", "importlib"):
         assert facades.importer(name) is None  # loaded: a C caller reads sys.modules itself
+    assert facades.importer("sys") is modules["sys"]
+    for leak in ("modules", "argv", "stdout", "path", "_getframe", "settrace", "exit"):
+        assert not hasattr(modules["sys"], leak), leak
     with pytest.raises(ImportError):
         facades.importer("no_such_module_here")
     with pytest.raises(ImportError):
@@ -73,6 +76,16 @@ def test_wrapped_names_take_no_attribute_names(modules):
         modules["functools"].update_wrapper(f, f, ("__globals__",))
     with pytest.raises(ValueError):
         modules["hashlib"].new("md4")
+
+    class Yes(str):  # says it equals any name, and hashes as one that is allowed
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return hash("md5")
+
+    with pytest.raises(ValueError, match="sm3"):
+        modules["hashlib"].new(Yes("sm3"))
     assert modules["hashlib"].new("sha256", b"x").hexdigest().startswith("2d711642")
     printed = []
     facades.OUTPUT[0] = printed.append
