@@ -94,7 +94,9 @@ class Jail:
         # opened once when tools may touch it: every run acts beneath this descriptor, whatever
         # the path names later (a Jail without tools needs no workspace: it may run in `/`)
         tooled = kit is not None or bool(extra_tools) or bool(tools)
-        self._root = Root(workspace) if tooled else None
+        # a Root passed in (a server's, shared by its jails) is that very folder, not reopened
+        opened = workspace if isinstance(workspace, Root) else None
+        self._root = (opened or Root(workspace)) if tooled else None
         self.workspace = (
             self._root.path if self._root is not None else os.path.abspath(workspace or os.getcwd())
         )

@@ -142,13 +142,14 @@ class Served:
     (check_program, kit_info, the docs) answer at once, a tool that runs a program waits for
     the jail, and a jail that could not open is that tool's error.
 
-    POLICY, KIT, WORKSPACE and CHECKER are what the jail is made from.
+    POLICY, KIT, WORKSPACE (the opened `Root`, or a folder's path) and CHECKER are what the
+    jail is made from.
     `Served.ready(jail)` serves a Jail that is open already. A program may choose another
     level among the policy's: that level's jail starts on first use (a jail's children hold
     only their own level's names and modules), like the served one.
     """
 
-    def __init__(self, opening: Future, *, policy, kit, workspace: str, checker):
+    def __init__(self, opening: Future, *, policy, kit, workspace, checker):
         self.policy, self.kit, self.workspace, self.checker = policy, kit, workspace, checker
         self._opening = opening
         self._checkers: dict = {checker.language: checker}
@@ -159,8 +160,9 @@ class Served:
     def ready(cls, jail) -> Served:
         opened: Future = Future()
         opened.set_result(jail)
+        workspace = jail._root or jail.workspace  # the folder the jail opened, not its path
         return cls(
-            opened, policy=jail.policy, kit=jail.kit, workspace=jail.workspace, checker=jail.checker
+            opened, policy=jail.policy, kit=jail.kit, workspace=workspace, checker=jail.checker
         )
 
     @property

@@ -100,13 +100,22 @@ def serve(shared, workers, http, allow_remote):
             f"lackjail serve needs the MCP SDK ({exc}); install it: pip install 'lackjail[mcp]'"
         ) from None
     from lackjail.checker import Checker
+    from lackjail.errors import KitError
+    from lackjail.workspace.hostfs import Root
 
+    # the workspace opened once: the jail, every other level's jail and the kit and doc tools
+    # act beneath this descriptor, whatever the path names later
+    try:
+        root = Root(chosen.workspace)
+    except KitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--workspace") from None
+    chosen.workspace = root  # type: ignore[assignment]  # a Root is the folder's path too
     opening = _open_in_background(chosen, workers, where)  # while the server starts and answers
     served = Served(
         opening,
         policy=chosen.policy,
         kit=chosen.kit,
-        workspace=chosen.workspace,
+        workspace=root,
         checker=Checker(chosen.policy, chosen.kit, chosen.language, audience="mcp"),
     )
     try:

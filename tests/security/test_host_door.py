@@ -273,3 +273,34 @@ def test_own_config_files_may_be_symlinks_of_ours_but_not_of_another_user(home, 
     relative = home.folder / "up"
     relative.symlink_to("../victim")  # a relative target, walked from the link's folder
     assert read_file(relative / "config.toml", own_links=True) == b"[defaults]\n"
+
+
+def test_a_server_s_kit_list_and_its_other_level_s_jail_stay_in_the_folder_it_opened(
+    home, user, monkeypatch
+):
+    """A root MCP server kept its workspace as a path for list_kits, kit_info and the jail of
+    another language level: after the owner swapped the workspace for a symlink to a folder of
+    root's, list_kits named root's kit files, and a new level's jail opened the path again."""
+    import asyncio
+
+    pytest.importorskip("mcp", reason="the MCP SDK is an optional extra")
+    from lackjail import api
+    from lackjail.mcp import Served, build_server
+
+    (home.victim / ".lackjail" / "kits").mkdir(parents=True)
+    (home.victim / ".lackjail" / "kits" / "roots-only.kit").write_text("read_file\n")
+    monkeypatch.setattr(api, "Pool", ScriptedPool)
+    monkeypatch.setattr(ScriptedPool, "calls", [("write_file", ["pwned.txt", "x"])])
+    with api.Jail(kit="files", workspace=home.ws, language="lackpy") as jail:
+        served = Served.ready(jail)
+        server = build_server(served)
+        swap_for_symlink(user, home.ws, home.victim)
+        listed = asyncio.run(server.call_tool("list_kits", {}))
+        assert "files" in str(listed) and "roots-only" not in str(listed)
+        other = served.jail_for("python")
+        try:
+            other.run("1")
+        finally:
+            other.close()
+    assert sorted(os.listdir(home.victim)) == [".lackjail", "secret.txt"]
+    assert (home.folder / "ws.old" / "pwned.txt").read_text() == "x"

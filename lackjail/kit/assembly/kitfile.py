@@ -179,11 +179,6 @@ def _read_chosen(full: str) -> bytes:
         tree.close()
 
 
-def kit_dirs(workspace) -> list[tuple[str, Path]]:
-    """(source, folder) pairs searched for named kits, workspace first."""
-    return [("workspace", Path(workspace) / KITS_DIR), ("bundled", BUNDLED_DIR)]
-
-
 def find_kit(name: str, workspace) -> Path | None:
     """The file of the kit NAME: the workspace's own, else the bundled one, else None.
 
@@ -206,16 +201,33 @@ def find_kit(name: str, workspace) -> Path | None:
 
 def list_kits(workspace) -> list[tuple[str, str, Path]]:
     """(name, source, path) of every kit; a workspace kit named like a bundled one is left out
-    (using it is an error, see find_kit)."""
+    (using it is an error, see find_kit). WORKSPACE (a `Root` or a folder) is listed beneath its
+    descriptor: a workspace or kits folder swapped for a symlink lists nothing of where it
+    leads."""
     found: dict[str, tuple[str, str, Path]] = {}
-    for source, folder in reversed(kit_dirs(workspace)):
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.kit")):
-            name = path.name[:-4]
-            if KIT_NAME_RE.fullmatch(name) and name not in found:
-                found[name] = (name, source, path)
+    for path in sorted(BUNDLED_DIR.glob("*.kit")):
+        found[path.name[:-4]] = (path.name[:-4], "bundled", path)
+    folder = Path(os.fspath(workspace)) / KITS_DIR
+    for file in sorted(_workspace_kit_files(workspace)):
+        name = file[:-4]
+        if KIT_NAME_RE.fullmatch(name) and name not in found:
+            found[name] = (name, "workspace", folder / file)
     return sorted(found.values())
+
+
+def _workspace_kit_files(workspace) -> list[str]:
+    """The names ending in .kit in the workspace's kits folder (none when there is none, or when
+    it lies outside the workspace)."""
+    try:
+        with workspace_root_of(workspace) as root, root.owner.acting():
+            # in-tree symlinks resolved as a tool resolves them; one leading out: Escape, none
+            fd = root.tree.open(root.tree.canonical(KITS_DIR), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                return [n for n in os.listdir(fd) if n.endswith(".kit")]
+            finally:
+                os.close(fd)
+    except (KitError, OSError):
+        return []
 
 
 def format_kit(name: str, description: str, tools, docs=()) -> str:
