@@ -79,6 +79,22 @@ def test_a_seed_reaches_stream_and_session_runs(jail):
     assert next_draws.status == "ok" and next_draws.value != in_session.value
 
 
+def test_async_runs_take_a_seed_too(jail):
+    import asyncio
+
+    from lackjail.api import AsyncJail
+
+    async def draws():
+        async with AsyncJail(workers=1, language="python") as ajail:
+            ran = await ajail.run(DRAWS, seed=42)
+            streamed = [event async for event in ajail.stream(DRAWS, seed=42)][-1]
+            async with ajail.session() as session:
+                in_session = await session.run(DRAWS, seed=42)
+            return [ran.value, streamed.value, in_session.value]
+
+    assert asyncio.run(draws()) == [jail.run(DRAWS, seed=42).value] * 3
+
+
 @pytest.mark.parametrize("seed", ["42", 1.5, True, -1, 1 << 63, 1 << 200])
 def test_a_bad_seed_is_a_clear_error(jail, seed):
     with pytest.raises(PolicyError, match=r"seed= must be a whole number from 0 to 2\*\*63 - 1"):
