@@ -71,6 +71,7 @@ SPEC = {
         "cpu_s": "num",
         "memory_mb": "int",
         "session": "bool",
+        "seed": "int?",
     },
     "return": {"seq": "int", "ok": "bool", "value": "any", "error": "str?", "stop": "str?"},
     "output": {"text": "str"},

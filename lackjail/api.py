@@ -27,6 +27,7 @@ from lackjail import fanout, lang
 from lackjail.checker import Checker
 from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
+from lackjail.protocol import SEED_MAX
 from lackjail.result import Result, stats
 from lackjail.sessions import AsyncSession, Session, Sessions
 from lackjail.workspace.hostfs import Root
@@ -168,16 +169,21 @@ class Jail:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         dry_run: bool = False,
         approve: Approver | None = None,
     ) -> Result:
         """Validate and run PROGRAM (str or bytes); never raises for what the program does.
 
         TIMEOUT (wall-clock seconds), CPU_S and MEMORY_MB tighten the policy's
-        limits for this run; a looser value is a PolicyError.
+        limits for this run; a looser value is a PolicyError. SEED seeds the
+        program's `random` (the python level's) so that a run can be repeated.
         """
         limits = self._limits(timeout, cpu_s, memory_mb)
-        return self._run(program, params, dry_run=dry_run, approve=approve, limits=limits)
+        seed = self._seed(seed)
+        return self._run(
+            program, params, dry_run=dry_run, approve=approve, limits=limits, seed=seed
+        )
 
     def stream(
         self,
@@ -187,14 +193,22 @@ class Jail:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         dry_run: bool = False,
         approve: Approver | None = None,
     ) -> Iterator[dict | Result]:
         """Yield events as they happen: output and tool-call dicts, and last the Result."""
         limits = self._limits(timeout, cpu_s, memory_mb)
+        seed = self._seed(seed)
         return _streamed(
             lambda emit: self._run(
-                program, params, dry_run=dry_run, approve=approve, emit=emit, limits=limits
+                program,
+                params,
+                dry_run=dry_run,
+                approve=approve,
+                emit=emit,
+                limits=limits,
+                seed=seed,
             )
         )
 
@@ -322,6 +336,23 @@ class Jail:
             changes[key] = value
         return dataclasses.replace(limits, **changes)
 
+    def _seed(self, seed) -> int | None:
+        """A run's seed for `random`, checked: PolicyError unless it is None or a whole
+        number that fits the wire, and unless this jail's level has `random` (python)."""
+        if seed is None:
+            return None
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+            raise PolicyError(
+                f"seed= must be a whole number from 0 to 2**63 - 1, not {seed!r}"[:200]
+            )
+        if self.checker.language != "python":
+            raise PolicyError(
+                f"seed= seeds the `random` module, which only language 'python' has "
+                f"(this jail's is {self.checker.language!r}); choose language 'python' or "
+                "leave the seed out"
+            )
+        return seed
+
     def _run(
         self,
         program,
@@ -332,6 +363,7 @@ class Jail:
         emit=None,
         limits: Limits | None = None,
         session: Session | None = None,
+        seed: int | None = None,
     ) -> Result:
         started = time.perf_counter()
         params = dict(params or {})
@@ -345,7 +377,9 @@ class Jail:
                 errors: list[Any] = [e.to_dict() for e in check.errors]
                 result = Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
             else:
-                result = self._execute(program, params, dry_run, approve, emit, limits, session)
+                result = self._execute(
+                    program, params, dry_run, approve, emit, limits, session, seed
+                )
                 result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
                 ran = (*check.variables, *params)
         finally:
@@ -356,7 +390,7 @@ class Jail:
             result.errors.insert(0, {"message": note})
         return result
 
-    def _execute(self, program, params, dry_run, approve, emit, limits, session) -> Result:
+    def _execute(self, program, params, dry_run, approve, emit, limits, session, seed) -> Result:
         """Run a validated PROGRAM on a pooled jail, or on SESSION's own."""
         source = lang.decode_source(program)  # exactly the text the validator checked
         tools = None
@@ -382,6 +416,7 @@ class Jail:
             self._jail_tools,
             self.checker.language,
             session is not None,
+            seed,
         )
         execute = session._execute if session is not None else self.pool.execute
         try:
@@ -544,6 +579,7 @@ class AsyncJail:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         dry_run: bool = False,
         approve: Approver | None = None,
     ) -> Result:
@@ -557,6 +593,7 @@ class AsyncJail:
             timeout=timeout,
             cpu_s=cpu_s,
             memory_mb=memory_mb,
+            seed=seed,
             dry_run=dry_run,
             approve=approve,
         )
@@ -569,12 +606,14 @@ class AsyncJail:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         dry_run: bool = False,
         approve: Approver | None = None,
     ) -> AsyncIterator[dict | Result]:
         """Async iterator over the same events as Jail.stream; the last is the Result."""
         jail = self._opened()
         jail._limits(timeout, cpu_s, memory_mb)  # a bad limit raises here, not in a thread
+        jail._seed(seed)
         async for event in _astreamed(
             lambda: jail.stream(
                 program,
@@ -582,6 +621,7 @@ class AsyncJail:
                 timeout=timeout,
                 cpu_s=cpu_s,
                 memory_mb=memory_mb,
+                seed=seed,
                 dry_run=dry_run,
                 approve=approve,
             )

@@ -60,6 +60,8 @@ def exit_code(status: str) -> int:
     return STATUSES.get(status, (False, 1))[1]
 
 
+SEED_MAX = (1 << 63) - 1  # a run's seed for `random`: what an int64 on the wire holds
+
 # What each message type must carry: key -> accepted types. Extra keys are errors.
 _S, _I, _B, _F = (str,), (int,), (bool,), (int, float)
 _ANY = None
@@ -91,6 +93,7 @@ SCHEMAS: dict[str, dict] = {
         "cpu_s": _F,  # this run's CPU limit, at most the child's (0: the child's)
         "memory_mb": _I,  # this run's address-space limit, at most the child's (0: the child's)
         "session": _B,  # the child keeps the run's globals for its next run
+        "seed": (int, type(None)),  # seeds the program's `random` (python level); None: fresh
     },
     "return": {
         "seq": _I,
@@ -174,6 +177,7 @@ def make_run(
     cpu_s: float = 0,
     memory_mb: int = 0,
     session: bool = False,
+    seed: int | None = None,
 ) -> dict:
     return {
         "t": "run",
@@ -186,6 +190,7 @@ def make_run(
         "cpu_s": cpu_s,
         "memory_mb": memory_mb,
         "session": session,
+        "seed": seed,
     }
 
 

@@ -92,15 +92,20 @@ class Session:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         approve: Callable[[dict], bool] | None = None,
     ) -> Result:
         """Run PROGRAM in the session's state; what it binds stays for the next run. PARAMS
         are bound as variables too. TIMEOUT, CPU_S and MEMORY_MB tighten the policy's limits
-        for this run (MEMORY_MB bounds the whole session's memory while it runs). Raises
-        SessionError when the session is closed; never raises for what the program does."""
+        for this run (MEMORY_MB bounds the whole session's memory while it runs); SEED seeds
+        `random` before it (see Jail.run). Raises SessionError when the session is closed;
+        never raises for what the program does."""
         limits = self._jail._limits(timeout, cpu_s, memory_mb)
+        seed = self._jail._seed(seed)
         with self._running:
-            return self._jail._run(program, params, approve=approve, limits=limits, session=self)
+            return self._jail._run(
+                program, params, approve=approve, limits=limits, session=self, seed=seed
+            )
 
     def stream(
         self,
@@ -110,17 +115,25 @@ class Session:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         approve: Callable[[dict], bool] | None = None,
     ) -> Iterator[dict | Result]:
         """As `run`, yielding events as they happen (output, tool calls); the last is the Result."""
         from lackjail.api import _streamed
 
         limits = self._jail._limits(timeout, cpu_s, memory_mb)
+        seed = self._jail._seed(seed)
 
         def run(emit):
             with self._running:
                 return self._jail._run(
-                    program, params, approve=approve, emit=emit, limits=limits, session=self
+                    program,
+                    params,
+                    approve=approve,
+                    emit=emit,
+                    limits=limits,
+                    session=self,
+                    seed=seed,
                 )
 
         return _streamed(run)
@@ -279,6 +292,7 @@ class AsyncSession:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         approve: Callable[[dict], bool] | None = None,
     ) -> Result:
         """See Session.run."""
@@ -292,6 +306,7 @@ class AsyncSession:
             timeout=timeout,
             cpu_s=cpu_s,
             memory_mb=memory_mb,
+            seed=seed,
             approve=approve,
         )
 
@@ -303,6 +318,7 @@ class AsyncSession:
         timeout: float | None = None,
         cpu_s: float | None = None,
         memory_mb: int | None = None,
+        seed: int | None = None,
         approve: Callable[[dict], bool] | None = None,
     ) -> AsyncIterator[dict | Result]:
         """See Session.stream."""
@@ -311,7 +327,13 @@ class AsyncSession:
         session = await self._session()
         async for event in _astreamed(
             lambda: session.stream(
-                program, params, timeout=timeout, cpu_s=cpu_s, memory_mb=memory_mb, approve=approve
+                program,
+                params,
+                timeout=timeout,
+                cpu_s=cpu_s,
+                memory_mb=memory_mb,
+                seed=seed,
+                approve=approve,
             )
         ):
             yield event

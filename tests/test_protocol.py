@@ -26,6 +26,7 @@ SAMPLES = [
         "cpu_s": 0.5,
         "memory_mb": 64,
         "session": True,
+        "seed": 7,
     },
     {"t": "limit", "gen": 2, "memory_mb": 64},
     {"t": "limited", "gen": 2, "memory_mb": 0, "ok": True},

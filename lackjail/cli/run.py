@@ -22,6 +22,7 @@ from lackjail.cli.common import (
 from lackjail.cli.jail import open_jail
 from lackjail.cli.options import isolation_option, program_options, setup
 from lackjail.cli.output import detail, end_output, print_result, show_output
+from lackjail.protocol import SEED_MAX
 
 
 @click.command(cls=Command, epilog=EXIT_HELP)
@@ -35,12 +36,17 @@ from lackjail.cli.output import detail, end_output, print_result, show_output
 )
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
 @click.option(
+    "--seed",
+    type=click.IntRange(0, SEED_MAX),
+    help="Seed the program's `random` (language python): the same seed draws the same numbers.",
+)
+@click.option(
     "--mode",
     type=click.Choice(["fresh", "reuse"]),
     help="fresh: a new process per run; reuse: faster, says so.",
 )
 @isolation_option()
-def run(file, shared, stream, dry_run, yes, mode, isolation):
+def run(file, shared, stream, dry_run, yes, seed, mode, isolation):
     """Run the lackpy program FILE ('-' for stdin) in the jail.
 
     A program wrapped in a Markdown code fence (```python ... ```, with prose
@@ -70,9 +76,14 @@ def run(file, shared, stream, dry_run, yes, mode, isolation):
         approve = terminal_approver(yes, stop)
     text = not (stream or shared.as_json)
     with open_jail(chosen, mode=mode, isolation=isolation, approve=approve) as jail:
+        if seed is not None and jail.checker.language != "python":
+            raise click.UsageError(
+                f"--seed seeds `random`, which only --language python has "
+                f"(this run's level is {jail.checker.language!r})"
+            )
         started, output, trace, finished = time.perf_counter(), [], [], None
         try:
-            for event in jail.stream(source, chosen.params, dry_run=dry_run):
+            for event in jail.stream(source, chosen.params, seed=seed, dry_run=dry_run):
                 if isinstance(event, Result):  # the last: noted before it is shown
                     placed = place_back(event.to_dict(), above)  # lines of what was sent
                     finished, event = Result(**placed), {"event": "result", **placed}

@@ -40,6 +40,7 @@ class Request:
     jail_tools: dict = field(default_factory=dict)  # name -> [module, function], in the jail
     language: str = "lackpy"  # the level the jail validates at again
     session: bool = False  # the child keeps the run's globals for the session's next run
+    seed: int | None = None  # seeds the program's `random` before the run (python level)
 
 
 @dataclass
@@ -105,6 +106,7 @@ class Run:
                 self.limits.cpu_s,
                 self.limits.memory_mb,
                 r.session,
+                r.seed,
             )
             self._write(protocol.encode(frame), deadline)
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)

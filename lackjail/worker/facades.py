@@ -190,8 +190,9 @@ def load() -> dict:
     return MODULES
 
 
-def reseed() -> None:
+def reseed(seed: int | None = None) -> None:
     """A fresh seed for `random` in each child (before its filter goes on): forked children
-    would otherwise all draw the zygote's numbers."""
+    would otherwise all draw the zygote's numbers. SEED: a run's own, for numbers it can
+    draw again."""
     if MODULES:
-        sys.modules["random"].seed()
+        sys.modules["random"].seed(seed)

@@ -409,6 +409,8 @@ def run_one(channel, msg, limits):
                 _SESSION["names"].update(check.variables, params)
             if language == "python":
                 sys.stdout = LibraryOutput(out)
+                if msg["seed"] is not None:
+                    facades.reseed(msg["seed"])
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
             namespace.update(params)
             for name in host_tools:

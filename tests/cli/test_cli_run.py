@@ -159,3 +159,18 @@ def test_the_workspace_chooses_a_level_only_among_the_policy_s(tmp_path):
     )
     proc = lackjail("run", "-", "--policy", "strict", "--language", "lackpy", stdin="1")
     assert proc.returncode == 0
+
+
+def test_seed_repeats_the_programs_random_numbers():
+    draws = "import random\n[random.random() for _ in range(3)]"
+
+    def value(*seed):
+        proc = lackjail("run", "-", "--json", "--language", "python", *seed, stdin=draws)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["value"]
+
+    assert value("--seed", "5") == value("--seed", "5") != value("--seed", "6")
+    refused = lackjail("run", "-", "--seed", "5", stdin="1")  # the default level has no random
+    assert refused.returncode == 2 and "only --language python has" in refused.stderr
+    bad = lackjail("run", "-", "--language", "python", "--seed", "-1", stdin="1")
+    assert bad.returncode == 2 and "--seed" in bad.stderr

@@ -8,6 +8,7 @@ import pytest
 
 from lackjail.api import Jail
 from lackjail.lang.facades import FACADES
+from lackjail.policy import PolicyError
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,42 @@ def test_random_is_seeded_afresh_in_every_run(jail):
     assert len(draws) == 5
     seeded = [jail.run("import random\nrandom.seed(7)\nrandom.random()").value for _ in (1, 2)]
     assert seeded[0] == seeded[1]
+
+
+DRAWS = "import random\n[random.random() for _ in range(5)]"
+
+
+def test_a_runs_seed_draws_the_same_numbers_again(jail):
+    first, again, other = (jail.run(DRAWS, seed=s) for s in (42, 42, 43))
+    assert first.status == again.status == other.status == "ok", (first, other)
+    assert first.value == again.value and first.value != other.value
+    import random  # the same stream as CPython's own random.seed(42)
+
+    random.seed(42)
+    assert first.value == [random.random() for _ in range(5)]
+    unseeded = [jail.run(DRAWS).value for _ in (1, 2)]
+    assert unseeded[0] != unseeded[1] and first.value not in unseeded
+
+
+def test_a_seed_reaches_stream_and_session_runs(jail):
+    streamed = list(jail.stream(DRAWS, seed=42))[-1]
+    with jail.session() as session:
+        in_session = session.run(DRAWS, seed=42)
+        next_draws = session.run(DRAWS)  # the stream goes on: no seed, no reset
+    assert streamed.value == in_session.value == jail.run(DRAWS, seed=42).value
+    assert next_draws.status == "ok" and next_draws.value != in_session.value
+
+
+@pytest.mark.parametrize("seed", ["42", 1.5, True, -1, 1 << 63, 1 << 200])
+def test_a_bad_seed_is_a_clear_error(jail, seed):
+    with pytest.raises(PolicyError, match=r"seed= must be a whole number from 0 to 2\*\*63 - 1"):
+        jail.run(DRAWS, seed=seed)
+
+
+def test_a_seed_at_a_level_without_random_is_refused(require_nsjail):
+    with Jail(workers=1, language="extended") as other:
+        with pytest.raises(PolicyError, match="only language 'python' has"):
+            other.run("1", seed=1)
 
 
 def test_a_forbidden_module_is_invalid_and_names_the_tool(jail):
