@@ -126,6 +126,12 @@ class Jail:
         return self.pool.isolation
 
     @property
+    def root(self) -> Root | None:
+        """The workspace folder this Jail opened once (its tools act beneath it); None for a
+        Jail without tools, which opens no workspace."""
+        return self._root
+
+    @property
     def mode(self) -> str:
         """`fresh` (a new process per run) or `reuse` (a process serves many runs)."""
         return self.pool.mode

@@ -160,7 +160,7 @@ class Served:
     def ready(cls, jail) -> Served:
         opened: Future = Future()
         opened.set_result(jail)
-        workspace = jail._root or jail.workspace  # the folder the jail opened, not its path
+        workspace = jail.root or jail.workspace  # the folder the jail opened, not its path
         return cls(
             opened, policy=jail.policy, kit=jail.kit, workspace=workspace, checker=jail.checker
         )

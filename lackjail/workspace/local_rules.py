@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import os
 import pwd
+import stat
 import sys
 
 from lackjail.errors import ToolCallError
 from lackjail.userconfig import user_config_path
+from lackjail.workspace.beneath import DIR_FLAGS as DIR
 from lackjail.workspace.commit import journal_dirs
 from lackjail.workspace.files import locate, read_regular
 from lackjail.workspace.hostfs import read_file
@@ -125,6 +127,28 @@ def _checkout(tree, where: str) -> tuple[str, list[str]]:
             return where, []
         return folder, [data.decode("utf-8", "replace")]
     return where, []
+
+
+def in_git_dir(tree, rel: str) -> bool:
+    """True when a folder above REL (the workspace itself included) is a git repository's own
+    folder: a bare repository (`site.git/`) or a workspace that is one, whose `config` and
+    `hooks/` git obeys later, with no dot in their names."""
+    parts = rel.split("/")[:-1]
+    return any(_is_git_dir(tree, "/".join(parts[:i])) for i in range(len(parts) + 1))
+
+
+def _is_git_dir(tree, folder: str) -> bool:
+    """Whether FOLDER (beneath TREE, no symlink followed) holds HEAD, objects/ and refs/."""
+    fds = []
+    try:
+        for name, flags in (("HEAD", os.O_PATH), ("objects", DIR), ("refs", DIR)):
+            fds.append(tree.open(f"{folder}/{name}" if folder else name, flags))
+        return stat.S_ISREG(os.fstat(fds[0]).st_mode)
+    except OSError:
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def beneath(rootfd: int, place: str) -> str | None:

@@ -35,8 +35,14 @@ from lackjail.workspace.paths import show
 
 HIDDEN = ".*"  # the class rule: a hidden file or folder, anywhere
 INSTALL, CONFIG, HOOKS = "lackjail-install", "lackjail-config", "core.hooksPath"
-POLICY_FILE = "policy-file"
-LOCAL_RULES = (INSTALL, CONFIG, HOOKS, POLICY_FILE)  # found per workspace (see local_rules)
+POLICY_FILE, GIT_DIR = "policy-file", "git-dir"
+LOCAL_RULES = (
+    INSTALL,
+    CONFIG,
+    HOOKS,
+    POLICY_FILE,
+    GIT_DIR,
+)  # found per workspace (see local_rules)
 NAMED_WRITE_DENY = (
     # version control metadata (hooks, config that runs filters)
     ".git", ".hg", ".svn", ".bzr", ".jj", ".gitmodules",
@@ -92,6 +98,8 @@ WHY_WRITE = {
     CONFIG: "lackjail's own user configuration or state lies here: later runs obey it",
     HOOKS: "git's core.hooksPath names this folder: git runs its files later",
     POLICY_FILE: "it is the policy file this run obeys: later runs would obey what was written",
+    GIT_DIR: "a git repository's own folder (a bare one needs no dot): git runs what its config "
+    "and hooks name",
 }
 
 
@@ -182,6 +190,7 @@ class Protection:
         )
         self.policy_file = policy_file
         self._find = None
+        self._git_dir = None  # rel -> whether it lies in a git repository's own folder
         self._local: list | None = None  # (rule name, anchored glob) of the workspace, lazily
         self._finding = threading.Lock()
 
@@ -196,11 +205,12 @@ class Protection:
             policy_file=getattr(policy, "source", ""),
         )
 
-    def bound(self, find) -> Protection:
+    def bound(self, find, git_dir=None) -> Protection:
         """These rules for one workspace: FIND(policy_file) returns its own rules (lackjail's
         install and config, core.hooksPath, the policy's file; see `local_rules`), called on
-        the first write checked."""
-        self._find, self._local = find, None
+        the first write checked; GIT_DIR(rel) says whether REL lies in a git repository's own
+        folder, looked at for each write."""
+        self._find, self._local, self._git_dir = find, None, git_dir
         return self
 
     def check_write(self, rel: str, path) -> None:
@@ -223,6 +233,8 @@ class Protection:
         for name, glob in self._local_rules():
             if name not in self.write_allow and rule_matches(glob, rel):
                 return name
+        if GIT_DIR not in self.write_allow and self._git_dir is not None and self._git_dir(rel):
+            return GIT_DIR
         if (
             HIDDEN not in self.write_allow
             and hidden(rel)
@@ -239,6 +251,7 @@ class Protection:
             hidden(rel)
             or (named is not None and named.match(rel) is not None)
             or any(rule_matches(glob, rel) for _, glob in self._local_rules())
+            or (self._git_dir is not None and self._git_dir(rel))
         )
 
     def _local_rules(self) -> list:

@@ -21,7 +21,7 @@ from lackjail.errors import LimitExceeded, ToolCallError, ToolDenied
 from lackjail.workspace import commit as committing
 from lackjail.workspace.files import FileTooLarge, identity, locate, read_regular, stat_target
 from lackjail.workspace.hostfs import Root
-from lackjail.workspace.local_rules import local_rules
+from lackjail.workspace.local_rules import in_git_dir, local_rules
 from lackjail.workspace.pathglob import PathGlob
 from lackjail.workspace.paths import os_message, relative, show
 from lackjail.workspace.protect import Protection
@@ -55,7 +55,9 @@ class Workspace:
 
     def protect(self, protection: Protection) -> None:
         """Check this workspace's accesses against PROTECTION, with the workspace's own rules."""
-        self.protection = protection.bound(functools.partial(local_rules, self.tree))
+        self.protection = protection.bound(
+            functools.partial(local_rules, self.tree), functools.partial(in_git_dir, self.tree)
+        )
 
     def view(self, budget, writable: bool) -> WorkspaceView:
         return WorkspaceView(self, budget, writable)

@@ -178,6 +178,35 @@ def test_the_owner_s_global_hooks_folder_in_the_workspace_is_refused(ws, monkeyp
     assert refused(ws, "notes.txt") is None
 
 
+def bare_repo(folder):
+    """The folder a `git init --bare` makes (what git looks for: HEAD, objects/, refs/), with an
+    executable hook, as a server's deploy repository has."""
+    for sub in ("objects", "refs", "hooks"):
+        (folder / sub).mkdir(parents=True)
+    (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text("[core]\n\tbare = true\n")
+    (folder / "hooks" / "post-receive").write_text("#!/bin/sh\necho deploy\n")
+    os.chmod(folder / "hooks" / "post-receive", 0o755)
+
+
+@pytest.mark.parametrize("path", ["site.git/hooks/post-receive", "site.git/config", "m/x/HEAD"])
+def test_a_bare_repository_in_the_workspace_is_refused(ws, path):
+    """Its folder has no dot: a program rewrote its executable hook (kept executable) or its
+    config (core.hooksPath, core.fsmonitor), and git ran it on the next push."""
+    bare_repo(ws / "site.git")
+    bare_repo(ws / "m" / "x")
+    error = refused(ws, path)
+    assert error and "rule 'git-dir'" in error and 'write_allow = ["git-dir"]' in error
+    assert "deploy" in (ws / "site.git" / "hooks" / "post-receive").read_text()
+    assert refused(ws, "site.git.txt") is None and refused(ws, "m/notes.txt") is None
+
+
+def test_a_workspace_that_is_a_bare_repository_is_refused(ws):
+    bare_repo(ws)
+    assert "rule 'git-dir'" in refused(ws, "hooks/post-receive")
+    assert "rule 'git-dir'" in refused(ws, "notes.txt")
+
+
 def test_a_symlinked_git_config_out_of_the_workspace_is_not_read(ws, tmp_path):
     (tmp_path / "outside").write_text("[core]\n\thooksPath = hooks\n")
     (ws / ".git").mkdir()
