@@ -471,19 +471,25 @@ def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
     """A Runner on this machine: one Jail per (kit, policy, language)."""
 
     def open_runner(kit, policy, language=None):
-        from lackjail.api import Jail
-
-        jail = Jail(
-            policy=policy,
-            kit=kit,
-            workers=workers,
-            workspace=workspace,
-            isolation=isolation,
-            language=language,
+        return _LocalRunner(
+            open_jail(policy, kit, workspace, workers, isolation, language), concurrency
         )
-        return _LocalRunner(jail, concurrency)
 
     return open_runner
+
+
+def open_jail(policy, kit, workspace, workers, isolation, language=None):
+    """The Jail a batch's programs of one (kit, policy, language) run in, here or on a node."""
+    from lackjail.api import Jail
+
+    return Jail(
+        policy=policy,
+        kit=kit,
+        workers=workers,
+        workspace=workspace,
+        isolation=isolation,
+        language=language,
+    )
 
 
 class _LocalRunner:

@@ -37,7 +37,7 @@ import msgpack
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from lackjail.api import Jail
+from lackjail.batch import open_jail
 from lackjail.errors import HostError
 from lackjail.result import Result
 
@@ -151,14 +151,7 @@ class NodeJail:
 
     def __init__(self, policy, kit, workspace, workers, isolation, concurrency, language=None):
         try:
-            self.jail = Jail(
-                policy=policy,
-                kit=kit,
-                workers=workers,
-                workspace=workspace,
-                isolation=isolation,
-                language=language,
-            )
+            self.jail = open_jail(policy, kit, workspace, workers, isolation, language)
         except Exception as exc:  # the node refuses; the driver reports this message
             raise RuntimeError(f"node {ray.util.get_node_ip_address()} refuses: {exc}") from None
         self.concurrency = concurrency

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from lackjail.infer.config import check_credential_endpoint
-from lackjail.infer.errors import ProviderError, short
+from lackjail.infer.client import ask
+from lackjail.infer.errors import ProviderError
 
 
 def unavailable(config) -> str | None:
@@ -25,41 +25,16 @@ def complete(config, system: str, messages: list) -> str:
     key = os.environ.get("ANTHROPIC_API_KEY")
     if not key:
         raise ProviderError("ANTHROPIC_API_KEY is not set", unavailable=True)
-    try:
-        import anthropic
-    except ImportError:
-        raise ProviderError(
-            "the 'anthropic' package is not installed (pip install 'lackjail[llm]')",
-            unavailable=True,
-        ) from None
-    client = anthropic.Anthropic(
-        api_key=key,
-        base_url=config.base_url,
-        max_retries=config.max_retries,
-        timeout=anthropic.Timeout(config.timeout, connect=config.connect_timeout),
-    )
-    where = str(client.base_url).rstrip("/")
-    refused = check_credential_endpoint(where, "ANTHROPIC_API_KEY")
-    if refused:
-        raise ProviderError(refused, unavailable=True)
-    try:
-        reply = client.messages.create(
+    reply, where = ask(
+        "anthropic",
+        "Anthropic",
+        config,
+        key,
+        "ANTHROPIC_API_KEY",
+        lambda client: client.messages.create(
             model=config.model, max_tokens=config.max_tokens, system=system, messages=messages
-        )
-    except anthropic.APITimeoutError:
-        raise ProviderError(f"{where} did not answer within {config.timeout:g}s") from None
-    except anthropic.APIConnectionError:
-        raise ProviderError(f"cannot reach {where}", unavailable=True) from None
-    except anthropic.AuthenticationError:
-        raise ProviderError(
-            f"{where} refused the key in ANTHROPIC_API_KEY", unavailable=True
-        ) from None
-    except anthropic.APIStatusError as exc:
-        raise ProviderError(f"{where} answered {exc.status_code}: {short(exc.message)}") from None
-    except anthropic.APIError as exc:  # e.g. a body that is not a Messages response
-        raise ProviderError(f"{where}: {short(exc)}") from None
-    finally:
-        client.close()
+        ),
+    )
     return _text(reply, where)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from lackjail.infer.config import check_credential_endpoint
+from lackjail.infer.client import ask
 from lackjail.infer.errors import ProviderError, short
 
 
@@ -28,47 +28,21 @@ def complete(config, system: str, messages: list) -> str:
     key = os.environ.get(env)
     if not key:
         raise ProviderError(unavailable(config) or f"{env} is not set", unavailable=True)
-    try:
-        import openai
-    except ImportError:
-        raise ProviderError(
-            "the 'openai' package is not installed (pip install 'lackjail[llm]')",
-            unavailable=True,
-        ) from None
-    client = openai.OpenAI(
-        api_key=key,
-        base_url=config.base_url,
-        max_retries=config.max_retries,
-        timeout=openai.Timeout(config.timeout, connect=config.connect_timeout),
-    )
-    where = str(client.base_url).rstrip("/")
-    refused = check_credential_endpoint(where, env)
-    if refused:
-        client.close()
-        raise ProviderError(refused, unavailable=True)
-    try:
-        reply = client.chat.completions.create(
+    reply, where = ask(
+        "openai",
+        "OpenAI",
+        config,
+        key,
+        env,
+        lambda client: client.chat.completions.create(
             model=config.model,
             messages=[{"role": "system", "content": system}, *messages],
             max_tokens=config.max_tokens,
             temperature=config.temperature,
-        )
-    except openai.APITimeoutError:
-        raise ProviderError(f"{where} did not answer within {config.timeout:g}s") from None
-    except openai.APIConnectionError:
-        raise ProviderError(f"cannot reach {where}", unavailable=True) from None
-    except openai.AuthenticationError:
-        raise ProviderError(f"{where} refused the key in {env}", unavailable=True) from None
-    except openai.NotFoundError as exc:
-        raise ProviderError(
-            f"{where} has no model {config.model!r}: {_said(exc)}", unavailable=True
-        ) from None
-    except openai.APIStatusError as exc:
-        raise ProviderError(f"{where} answered {exc.status_code}: {_said(exc)}") from None
-    except openai.APIError as exc:  # e.g. a body that is not a chat completion
-        raise ProviderError(f"{where}: {short(exc)}") from None
-    finally:
-        client.close()
+        ),
+        said=_said,
+        missing_model=True,
+    )
     return _text(reply, where)
 
 

@@ -1,5 +1,5 @@
-"""What the framework adapters share: one lackjail session per adapter, and the text a model
-reads back from a run.
+"""What the framework adapters share: one lackjail session per adapter, running a model's
+code in it, the text a model reads back from a run, and the error of a missing extra.
 
 A model's code tool is called again and again in one conversation: the
 variables, functions and classes one call binds are there for the next, as in
@@ -62,6 +62,36 @@ class CodeSession:
             if self._session is not None:
                 self._session.close()
                 self._session = None
+
+
+def missing_extra(adapter: str, package: str, extra: str, exc: ImportError) -> ImportError:
+    """The error ADAPTER (a module's `__name__`) raises when importing its framework failed
+    with EXC: it names PACKAGE and the lackjail EXTRA that installs it."""
+    return ImportError(
+        f"{adapter} needs {package} ({exc}); install it: pip install 'lackjail[{extra}]'"
+    )
+
+
+def answer(session: CodeSession, code: str, failed: type[Exception]) -> str:
+    """Run CODE in SESSION: the text the model reads back, raised as FAILED(text) (how the
+    framework tells a model its program went wrong) when the program did not run to the end."""
+    result, note = session.run(code)
+    text = observation(result, note)
+    if result.status != "ok":
+        raise failed(text)
+    return text
+
+
+def code_function(session: CodeSession, failed: type[Exception], summary: str):
+    """`run_code(code: str) -> str`, the function a framework makes its code tool of: it runs
+    the code in SESSION (see `answer`); its docstring, which the framework reads for the tool's
+    schema, is SUMMARY and its one argument."""
+
+    def run_code(code: str) -> str:
+        return answer(session, code, failed)
+
+    run_code.__doc__ = f"{summary}\n\nArgs:\n    code: the program, as plain source text."
+    return run_code
 
 
 def observation(result, note: str = "") -> str:

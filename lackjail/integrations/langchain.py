@@ -14,16 +14,19 @@ ToolMessage the model reads, with the `program:line:col: message` lines.
 
 from __future__ import annotations
 
+from lackjail.integrations.common import (
+    CodeSession,
+    answer,
+    missing_extra,
+    session_of,
+    tool_description,
+)
+
 try:
     from langchain_core.tools import BaseTool, ToolException
     from pydantic import BaseModel, ConfigDict, Field
 except ImportError as exc:  # the optional extra
-    raise ImportError(
-        f"lackjail.integrations.langchain needs langchain-core ({exc}); "
-        "install it: pip install 'lackjail[langchain]'"
-    ) from None
-
-from lackjail.integrations.common import CodeSession, observation, session_of, tool_description
+    raise missing_extra(__name__, "langchain-core", "langchain", exc) from None
 
 
 class CodeInput(BaseModel):
@@ -48,8 +51,4 @@ class LackjailTool(BaseTool):
         return cls(session=session, **fields)
 
     def _run(self, code: str, **_) -> str:
-        result, note = self.session.run(code)
-        text = observation(result, note)
-        if result.status != "ok":
-            raise ToolException(text)
-        return text
+        return answer(self.session, code, ToolException)

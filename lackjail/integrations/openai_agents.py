@@ -14,16 +14,13 @@ the tool's error: the model reads the `program:line:col: message` lines.
 
 from __future__ import annotations
 
+from lackjail.errors import InputError
+from lackjail.integrations.common import code_function, missing_extra, session_of, tool_description
+
 try:
     from agents import FunctionTool, function_tool
 except ImportError as exc:  # the optional extra
-    raise ImportError(
-        f"lackjail.integrations.openai_agents needs openai-agents ({exc}); "
-        "install it: pip install 'lackjail[openai-agents]'"
-    ) from None
-
-from lackjail.errors import InputError
-from lackjail.integrations.common import observation, session_of, tool_description
+    raise missing_extra(__name__, "openai-agents", "openai-agents", exc) from None
 
 
 class ProgramFailed(InputError):
@@ -35,17 +32,7 @@ def code_tool(jail, *, name: str = "run_code") -> FunctionTool:
     CodeSession to share one). The SDK runs it on a thread of its own."""
     session = session_of(jail)
 
-    def run_code(code: str) -> str:
-        """Run a program.
-
-        Args:
-            code: the program, as plain source text.
-        """
-        result, note = session.run(code)
-        text = observation(result, note)
-        if result.status != "ok":
-            raise ProgramFailed(text)
-        return text
+    run_code = code_function(session, ProgramFailed, "Run a program.")
 
     return function_tool(
         run_code,

@@ -14,15 +14,12 @@ its value. A program that is rejected or fails raises ModelRetry with the
 
 from __future__ import annotations
 
+from lackjail.integrations.common import code_function, missing_extra, session_of, tool_description
+
 try:
     from pydantic_ai import ModelRetry, Tool
 except ImportError as exc:  # the optional extra
-    raise ImportError(
-        f"lackjail.integrations.pydantic_ai needs pydantic-ai ({exc}); "
-        "install it: pip install 'lackjail[pydantic-ai]'"
-    ) from None
-
-from lackjail.integrations.common import observation, session_of, tool_description
+    raise missing_extra(__name__, "pydantic-ai", "pydantic-ai", exc) from None
 
 
 def code_tool(jail, *, name: str = "run_code", max_retries: int = 3) -> Tool:
@@ -30,17 +27,9 @@ def code_tool(jail, *, name: str = "run_code", max_retries: int = 3) -> Tool:
     or a CodeSession to share one); a failed program is a retry, MAX_RETRIES in a row at most."""
     session = session_of(jail)
 
-    def run_code(code: str) -> str:
-        """Run CODE; what it printed and its value come back.
-
-        Args:
-            code: the program, as plain source text.
-        """
-        result, note = session.run(code)
-        text = observation(result, note)
-        if result.status != "ok":
-            raise ModelRetry(text)
-        return text
+    run_code = code_function(
+        session, ModelRetry, "Run CODE; what it printed and its value come back."
+    )
 
     return Tool(
         run_code,

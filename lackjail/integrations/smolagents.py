@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import inspect
 
+from lackjail.integrations.common import CodeSession, missing_extra, problem
+
 try:
     from smolagents.local_python_executor import CodeOutput, InterpreterError, PythonExecutor
 except ImportError as exc:  # the optional extra
-    raise ImportError(
-        f"lackjail.integrations.smolagents needs smolagents ({exc}); "
-        "install it: pip install 'lackjail[smolagents]'"
-    ) from None
+    raise missing_extra(__name__, "smolagents", "smolagents", exc) from None
 
-from lackjail.integrations.common import CodeSession, problem
 
 # smolagents' input types -> the types a jail tool declares
 TYPES = {

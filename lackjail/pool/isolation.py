@@ -198,22 +198,31 @@ def probe_landlock(timeout: float = 10.0) -> tuple[bool, str]:
         launcher = landlock_launcher("{}", code="pass")
     except (images.ImageError, IsolationError, OSError) as exc:
         return False, str(exc)
+    proc, failed = _run_probe(launcher, timeout, env=launcher.env)
+    if proc is None:
+        return False, f"it did not run: {failed}"
+    if proc.returncode == 0:
+        return True, "a zygote confines itself"
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return False, lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def _run_probe(launcher: Launcher, timeout: float, **options) -> tuple:
+    """Run LAUNCHER's command (closing the launcher after) with OPTIONS for subprocess.run:
+    (the finished process, '') or (None, why it did not run)."""
     try:
         proc = subprocess.run(
             launcher.argv,
             capture_output=True,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
-            env=launcher.env,
+            **options,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"it did not run: {exc}"
+        return None, str(exc)
     finally:
         launcher.close()
-    if proc.returncode == 0:
-        return True, "a zygote confines itself"
-    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-    return False, lines[-1] if lines else f"exit code {proc.returncode}"
+    return proc, ""
 
 
 def namespaces_status(timeout: float = 10.0) -> tuple[bool, str]:
@@ -254,14 +263,9 @@ def probe_nsjail(timeout: float = 10.0) -> tuple[bool, str]:
         launcher = nsjail_launcher("{}", module="lackjail.protocol", entry=None)
     except (images.ImageError, IsolationError) as exc:
         return False, str(exc)
-    try:
-        proc = subprocess.run(
-            launcher.argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"nsjail did not run: {exc}"
-    finally:
-        launcher.close()
+    proc, failed = _run_probe(launcher, timeout)
+    if proc is None:
+        return False, f"nsjail did not run: {failed}"
     if proc.returncode == 0:
         return True, "nsjail starts the python312 image"
     lines = [
