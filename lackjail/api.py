@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import os
 import queue
 import threading
@@ -30,6 +31,7 @@ from lackjail.pool import Pool, Request
 from lackjail.protocol import SEED_MAX
 from lackjail.result import Result, stats
 from lackjail.sessions import AsyncSession, Session, Sessions
+from lackjail.signatures import takes
 from lackjail.workspace.hostfs import Root
 
 if TYPE_CHECKING:
@@ -167,7 +169,7 @@ class Jail:
         """Validate PROGRAM (and PARAMS: values or names) as this jail will; runs nothing."""
         return self.checker.check(program, params)
 
-    def run(
+    def _prepared(
         self,
         program: Program,
         params: Params | None = None,
@@ -178,45 +180,29 @@ class Jail:
         seed: int | None = None,
         dry_run: bool = False,
         approve: Approver | None = None,
-    ) -> Result:
+    ) -> Callable[[Callable | None], Result]:
+        """The run that `run` and `stream` make of their arguments, as RUN(emit); its limits and
+        seed are checked here, before anything runs."""
+        limits = self._limits(timeout, cpu_s, memory_mb)
+        seed = self._seed(seed)
+        return lambda emit: self._run(
+            program, params, dry_run=dry_run, approve=approve, emit=emit, limits=limits, seed=seed
+        )
+
+    @takes(_prepared)
+    def run(self, *args: Any, **kwargs: Any) -> Result:
         """Validate and run PROGRAM (str or bytes); never raises for what the program does.
 
         TIMEOUT (wall-clock seconds), CPU_S and MEMORY_MB tighten the policy's
         limits for this run; a looser value is a PolicyError. SEED seeds the
         program's `random` (the python level's) so that a run can be repeated.
         """
-        limits = self._limits(timeout, cpu_s, memory_mb)
-        seed = self._seed(seed)
-        return self._run(
-            program, params, dry_run=dry_run, approve=approve, limits=limits, seed=seed
-        )
+        return self._prepared(*args, **kwargs)(None)
 
-    def stream(
-        self,
-        program: Program,
-        params: Params | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        dry_run: bool = False,
-        approve: Approver | None = None,
-    ) -> Iterator[dict | Result]:
+    @takes(_prepared)
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[dict | Result]:
         """Yield events as they happen: output and tool-call dicts, and last the Result."""
-        limits = self._limits(timeout, cpu_s, memory_mb)
-        seed = self._seed(seed)
-        return _streamed(
-            lambda emit: self._run(
-                program,
-                params,
-                dry_run=dry_run,
-                approve=approve,
-                emit=emit,
-                limits=limits,
-                seed=seed,
-            )
-        )
+        return _streamed(self._prepared(*args, **kwargs))
 
     def session(self, idle_timeout_s: float | None = None) -> Session:
         """A session: runs that keep what they bind for the next, in a jail of their own.
@@ -529,31 +515,11 @@ class AsyncJail:
     Takes Jail's arguments; async tools are awaited on the loop that enters it.
     """
 
-    def __init__(
-        self,
-        policy: str | os.PathLike | Mapping[str, Any] | Policy | None = "default",
-        kit: Any = None,
-        workers: int | None = None,
-        workspace: str | os.PathLike | None = None,
-        mode: str | None = None,
-        approve: Approver | None = None,
-        isolation: str | None = None,
-        extra_tools: Any = None,
-        language: str | None = None,
-        tools: Tools | None = None,
-    ):
-        self._kwargs = {
-            "policy": policy,
-            "kit": kit,
-            "workers": workers,
-            "workspace": workspace,
-            "mode": mode,
-            "approve": approve,
-            "isolation": isolation,
-            "extra_tools": extra_tools,
-            "language": language,
-            "tools": tools,
-        }
+    @takes(Jail.__init__, drop=("tool_loop", "audience"))  # its own loop serves async tools
+    def __init__(self, *args: Any, **kwargs: Any):
+        bound = inspect.signature(AsyncJail.__init__).bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        self._kwargs = {k: v for k, v in bound.arguments.items() if k != "self"}
         self.jail: Jail | None = None
 
     async def __aenter__(self) -> AsyncJail:
@@ -577,91 +543,30 @@ class AsyncJail:
             raise RuntimeError("use AsyncJail as `async with lackjail.AsyncJail(...) as jail:`")
         return self.jail
 
-    async def run(
-        self,
-        program: Program,
-        params: Params | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        dry_run: bool = False,
-        approve: Approver | None = None,
-    ) -> Result:
+    @takes(Jail.run)
+    async def run(self, *args: Any, **kwargs: Any) -> Result:
         """See Jail.run."""
         import asyncio
 
-        return await asyncio.to_thread(
-            self._opened().run,
-            program,
-            params,
-            timeout=timeout,
-            cpu_s=cpu_s,
-            memory_mb=memory_mb,
-            seed=seed,
-            dry_run=dry_run,
-            approve=approve,
-        )
+        return await asyncio.to_thread(self._opened().run, *args, **kwargs)
 
-    async def stream(
-        self,
-        program: Program,
-        params: Params | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        dry_run: bool = False,
-        approve: Approver | None = None,
-    ) -> AsyncIterator[dict | Result]:
+    @takes(Jail.stream)
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict | Result]:
         """Async iterator over the same events as Jail.stream; the last is the Result."""
-        jail = self._opened()
-        jail._limits(timeout, cpu_s, memory_mb)  # a bad limit raises here, not in a thread
-        jail._seed(seed)
-        async for event in _astreamed(
-            lambda: jail.stream(
-                program,
-                params,
-                timeout=timeout,
-                cpu_s=cpu_s,
-                memory_mb=memory_mb,
-                seed=seed,
-                dry_run=dry_run,
-                approve=approve,
-            )
-        ):
+        events = self._opened().stream(*args, **kwargs)  # a bad limit raises here, not in a thread
+        async for event in _astreamed(lambda: events):
             yield event
 
     def session(self, idle_timeout_s: float | None = None) -> AsyncSession:
         """An AsyncSession (see Jail.session): `async with ajail.session() as s`."""
         return AsyncSession(self, idle_timeout_s)
 
-    async def map(
-        self,
-        programs: Iterable[Program | tuple[Program, Params | None]],
-        params: Params | None = None,
-        *,
-        concurrency: int | None = None,
-        window: int | None = None,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-    ) -> AsyncIterator[Result]:
+    @takes(Jail.map)
+    async def map(self, *args: Any, **kwargs: Any) -> AsyncIterator[Result]:
         """Async iterator over the same Results, in the same order, as Jail.map."""
         import asyncio
 
-        jail = self._opened()
-        mapped = jail.map(
-            programs,
-            params,
-            concurrency=concurrency,
-            window=window,
-            timeout=timeout,
-            cpu_s=cpu_s,
-            memory_mb=memory_mb,
-        )
+        mapped = self._opened().map(*args, **kwargs)
         loop = asyncio.get_running_loop()
         results: asyncio.Queue = asyncio.Queue(maxsize=1)  # the map's window is the buffer
         stopped = threading.Event()

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lackjail.errors import ArgumentError
 from lackjail.policy import positive_number
 from lackjail.pool import PoolError
 from lackjail.pool.jail_process import JailDied
+from lackjail.signatures import takes
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+    from collections.abc import AsyncIterator, Iterator, Mapping
 
     from lackjail.api import AsyncJail, Jail, Result
     from lackjail.pool.run import Outcome, Request
@@ -84,7 +86,7 @@ class Session:
         state = f"closed: {self.ended}" if self.ended else f"{len(self._names)} names"
         return f"<lackjail.Session {state}>"
 
-    def run(
+    def _prepared(
         self,
         program: str | bytes,
         params: Mapping[str, Any] | None = None,
@@ -94,33 +96,9 @@ class Session:
         memory_mb: int | None = None,
         seed: int | None = None,
         approve: Callable[[dict], bool] | None = None,
-    ) -> Result:
-        """Run PROGRAM in the session's state; what it binds stays for the next run. PARAMS
-        are bound as variables too. TIMEOUT, CPU_S and MEMORY_MB tighten the policy's limits
-        for this run (MEMORY_MB bounds the whole session's memory while it runs); SEED seeds
-        `random` before it (see Jail.run). Raises SessionError when the session is closed;
-        never raises for what the program does."""
-        limits = self._jail._limits(timeout, cpu_s, memory_mb)
-        seed = self._jail._seed(seed)
-        with self._running:
-            return self._jail._run(
-                program, params, approve=approve, limits=limits, session=self, seed=seed
-            )
-
-    def stream(
-        self,
-        program: str | bytes,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        approve: Callable[[dict], bool] | None = None,
-    ) -> Iterator[dict | Result]:
-        """As `run`, yielding events as they happen (output, tool calls); the last is the Result."""
-        from lackjail.api import _streamed
-
+    ) -> Callable[[Callable | None], Result]:
+        """The run that `run` and `stream` make of their arguments, as RUN(emit); its limits and
+        seed are checked here, before anything runs."""
         limits = self._jail._limits(timeout, cpu_s, memory_mb)
         seed = self._jail._seed(seed)
 
@@ -136,7 +114,23 @@ class Session:
                     seed=seed,
                 )
 
-        return _streamed(run)
+        return run
+
+    @takes(_prepared)
+    def run(self, *args: Any, **kwargs: Any) -> Result:
+        """Run PROGRAM in the session's state; what it binds stays for the next run. PARAMS
+        are bound as variables too. TIMEOUT, CPU_S and MEMORY_MB tighten the policy's limits
+        for this run (MEMORY_MB bounds the whole session's memory while it runs); SEED seeds
+        `random` before it (see Jail.run). Raises SessionError when the session is closed;
+        never raises for what the program does."""
+        return self._prepared(*args, **kwargs)(None)
+
+    @takes(_prepared)
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[dict | Result]:
+        """As `run`, yielding events as they happen (output, tool calls); the last is the Result."""
+        from lackjail.api import _streamed
+
+        return _streamed(self._prepared(*args, **kwargs))
 
     def close(self) -> None:
         """End the session and its jail; its state is gone. Closing twice is harmless."""
@@ -284,56 +278,20 @@ class AsyncSession:
     def names(self) -> tuple[str, ...]:
         return self.session.names if self.session is not None else ()
 
-    async def run(
-        self,
-        program: str | bytes,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        approve: Callable[[dict], bool] | None = None,
-    ) -> Result:
+    @takes(Session.run)
+    async def run(self, *args: Any, **kwargs: Any) -> Result:
         """See Session.run."""
         session = await self._session()
         from asyncio import to_thread
 
-        return await to_thread(
-            session.run,
-            program,
-            params,
-            timeout=timeout,
-            cpu_s=cpu_s,
-            memory_mb=memory_mb,
-            seed=seed,
-            approve=approve,
-        )
+        return await to_thread(session.run, *args, **kwargs)
 
-    async def stream(
-        self,
-        program: str | bytes,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        cpu_s: float | None = None,
-        memory_mb: int | None = None,
-        seed: int | None = None,
-        approve: Callable[[dict], bool] | None = None,
-    ) -> AsyncIterator[dict | Result]:
+    @takes(Session.stream)
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict | Result]:
         """See Session.stream."""
         from lackjail.api import _astreamed
 
         session = await self._session()
-        async for event in _astreamed(
-            lambda: session.stream(
-                program,
-                params,
-                timeout=timeout,
-                cpu_s=cpu_s,
-                memory_mb=memory_mb,
-                seed=seed,
-                approve=approve,
-            )
-        ):
+        events = session.stream(*args, **kwargs)  # a bad limit raises here, not in a thread
+        async for event in _astreamed(lambda: events):
             yield event
