@@ -10,6 +10,7 @@ executed: `ldd` runs the program's own loader, which a hostile binary can choose
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 
@@ -37,9 +38,13 @@ class Elf:
 
 
 def read_elf(path: str) -> Elf:
-    """The ELF header and dynamic section of PATH. Raises ElfError or OSError."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    """The ELF header and dynamic section of PATH. Raises ElfError or OSError.
+    A search folder may hold anything: opened without blocking, and only a regular file is
+    read (a FIFO would hang the controller, a device act on being read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ElfError(f"{path} is not a regular file")
         return _parse(lambda size, at: os.pread(fd, size, at))
     finally:
         os.close(fd)

@@ -231,3 +231,25 @@ def test_a_moved_interpreter_without_libpython_under_its_prefix_runs_in_nsjail(
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["ok", "6", "nsjail", str(exe)]
+
+
+def test_a_fifo_where_a_library_is_looked_for_is_refused_not_waited_on(tmp_path):
+    """A search folder may be another user's: a FIFO there must not hang the controller."""
+    import threading
+
+    from lackjail.pool.elf import ElfError, read_elf
+
+    fifo = tmp_path / "libpython3.12.so.1.0"
+    os.mkfifo(fifo)
+    outcome = []
+
+    def read():
+        try:
+            read_elf(str(fifo))
+        except ElfError as exc:
+            outcome.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(30)  # a blocking open would never return: no writer ever comes
+    assert outcome and "not a regular file" in outcome[0]
