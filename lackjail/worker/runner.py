@@ -603,9 +603,11 @@ data = json.loads(json.dumps({"a": [1, 2]}))
 
 def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
-    path touches are copied now, off the critical path, not during the first run."""
+    path touches are copied now, off the critical path, not during the first run. Each
+    time it takes the whole path: as a one-run child's, whose verdicts are not kept."""
     main = sys.modules.get("__main__")
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), limits)
+    once = {**limits, "runs_per_child": 1}
+    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), once)
     if main is not None:
         sys.modules["__main__"] = main  # a python-level run made its own
 
