@@ -195,6 +195,10 @@ _NAMES = {
 }
 # module -> the names its facade holds
 FACADES = {module: tuple(names.split()) for module, names in sorted(_NAMES.items())}
+# The highest recursion limit sys.setrecursionlimit sets in the jail; a higher one is lowered
+# to it. A Python call takes no C stack in CPython 3.12 (a recursion through C is bounded
+# apart), so what a deep recursion costs is memory and the time to unwind it: this bounds both.
+MAX_RECURSION_LIMIT = 100_000
 
 # Modules a program reaches for instead of a kit tool, and what to write instead; any other
 # module not in FACADES is rejected with the list of those that are.

@@ -20,7 +20,7 @@ import builtins
 import os
 import sys
 
-from lackjail.lang.facades import FACADES
+from lackjail.lang.facades import FACADES, MAX_RECURSION_LIMIT
 from lackjail.lang.grammar import NAMESPACE_DUNDERS, attribute_refused
 from lackjail.worker import streams
 
@@ -30,10 +30,6 @@ OUTPUT: list = [None]  # the running program's print, for pprint (set by the run
 # The frames below a program's module frame (the runner's own), set by the runner: the
 # program's recursion limit and depth are counted above them, as a script's are.
 BELOW: list = [0]
-# The highest recursion limit a program may set; a higher one is lowered to it. A Python
-# call takes no C stack here, so what a deep recursion costs is memory (the child's
-# limit ends it with MemoryError) and the time to unwind it: this bounds both.
-MAX_RECURSION_LIMIT = 100_000
 _INT_MAX = (1 << 31) - 1  # sys.setrecursionlimit takes a C int
 
 
