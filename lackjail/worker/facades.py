@@ -25,6 +25,7 @@ from lackjail.lang.grammar import NAMESPACE_DUNDERS, attribute_refused
 from lackjail.worker import streams
 
 ModuleType = type(sys)  # types.ModuleType: types.py costs every start
+GenericAlias = type(list[int])  # types.GenericAlias, likewise
 MODULES: dict = {}  # module name -> its facade, once load() ran
 OUTPUT: list = [None]  # the running program's print, for pprint (set by the runner)
 # The frames below a program's module frame (the runner's own), set by the runner: the
@@ -65,7 +66,8 @@ class _Type:
     but the dunders a class body may define (NAMESPACE_DUNDERS: no __getattr__,
     __getattribute__, __init_subclass__, __set_name__, __class_getitem__, __del__,
     __reduce__ ...), slot names without '__', and no keyword a class's hook would receive.
-    `isinstance(x, type)` and `issubclass(c, type)` answer as CPython's do.
+    `isinstance(x, type)` and `issubclass(c, type)` answer as CPython's do, and `type[X]`
+    and `type | None` stand in annotations.
     """
 
     __slots__ = ()
@@ -84,6 +86,17 @@ class _Type:
             return builtins.type(*args, **kwargs)  # CPython's own error: it makes nothing
         caller = sys._getframe(1).f_globals.get("__name__")
         return _new_class(*args, caller, **kwargs)
+
+    def __getitem__(self, item):
+        """`type[Base]` (an annotation): an alias of this type, as CPython's is of its own."""
+        return GenericAlias(self, item)
+
+    def __or__(self, other):
+        """`type | None` (an annotation): a typing.Union of this type, never of CPython's."""
+        return sys.modules["typing"].Union[self, other]
+
+    def __ror__(self, other):
+        return sys.modules["typing"].Union[other, self]
 
     def __instancecheck__(self, obj):
         return obj is self or isinstance(obj, builtins.type)

@@ -334,7 +334,11 @@ SCRIPTED = [
         "for args, kwargs in [((), {}), (('A', ()), {}), ((1, (), {}), {}), (('A', [], {}), {}),\n"
         "                     (('A', (), []), {}), ((1,), {'x': 1}), (('A', (), {}), {'x': 1})]:\n"
         "    try:\n        type(*args, **kwargs)\n    except TypeError as e:\n        print(e)\n"
-        "try:\n    type(**1)\nexcept TypeError as e:\n    print(e)"
+        "try:\n    type(**1)\nexcept TypeError as e:\n    print(e)\n"
+        "registry: dict[str, type[A]] = {}\n"
+        "def register(cls: type[A] | None = None, base: type | None = None) -> type:\n"
+        "    registry[cls.__name__] = cls\n    return cls\n"
+        "print(register(B).__name__, list(registry), repr(type[A]).startswith('type['))"
     ),
     (
         "from contextvars import ContextVar, Token, Context, copy_context\n"

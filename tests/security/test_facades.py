@@ -76,6 +76,11 @@ def test_type_hands_out_no_metaclass():
     assert repr(jail_type) == "<class 'type'>" and jail_type.__name__ == "type"
     assert copy.deepcopy(jail_type) is jail_type and copy.copy([jail_type])[0] is jail_type
     assert not hasattr(jail_type, "__dict__") and not hasattr(jail_type, "mro")
+    alias = jail_type[int]  # an annotation's type[int]: calling it calls the jail's type
+    assert repr(alias) == "type[int]" and alias(1) is int
+    with pytest.raises(TypeError, match="jail"):
+        alias("A", (), {"__getattr__": len})
+    assert isinstance(int, jail_type | None) and not isinstance(1, None | jail_type)
 
 
 def _init(self, v):
