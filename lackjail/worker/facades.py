@@ -111,6 +111,7 @@ class _Type:
         return "TYPE"  # copy and deepcopy give this object itself, as they give a class
 
 
+_Type.__name__ = _Type.__qualname__ = "type"  # what errors name: "'type' object is not ..."
 TYPE = _Type()
 
 
