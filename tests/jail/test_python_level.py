@@ -290,3 +290,13 @@ def test_a_program_recurses_as_deep_as_a_script(jail, tmp_path):
     want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
     assert want.returncode == 0 and int(want.stdout) > 900
     assert jail.run(source).output == want.stdout
+
+
+def test_a_queue_works_in_a_confined_child(jail):
+    """queue's classes hold threading's locks: the zygote imported threading, never ran a
+    thread, and the child (its one thread) uses the locks as they were."""
+    r = jail.run(
+        "import queue\nq = queue.Queue()\nq.put(1)\nlifo = queue.LifoQueue()\n"
+        "lifo.put(1)\nlifo.put(2)\n[q.get(), q.qsize(), lifo.get(), q.empty()]"
+    )
+    assert (r.status, r.value) == ("ok", [1, 0, 2, True]), r.errors
