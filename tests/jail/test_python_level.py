@@ -400,3 +400,13 @@ def test_type_refuses_at_run_time_what_a_class_statement_cannot_make(jail, sourc
     r = jail.run(source)
     assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors
     assert refused in r.errors[0]["message"] and "jail" in r.errors[0]["message"]
+
+
+def test_a_queue_works_in_a_confined_child(jail):
+    """queue's classes hold threading's locks: the zygote imported threading, never ran a
+    thread, and the child (its one thread) uses the locks as they were."""
+    r = jail.run(
+        "import queue\nq = queue.Queue()\nq.put(1)\nlifo = queue.LifoQueue()\n"
+        "lifo.put(1)\nlifo.put(2)\n[q.get(), q.qsize(), lifo.get(), q.empty()]"
+    )
+    assert (r.status, r.value) == ("ok", [1, 0, 2, True]), r.errors
