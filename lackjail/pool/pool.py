@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from lackjail import protocol
 from lackjail.errors import ArgumentError, HostError
 from lackjail.policy import MAX_WORKERS, Limits, Policy
+from lackjail.pool import early, isolation
 from lackjail.pool import image as images
-from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
 from lackjail.pool.session import SESSION_RUNS, SessionJail, SessionJails
@@ -192,7 +192,10 @@ class Pool:
         raise PoolError(f"no jail could start: {why}")
 
     def _start_now(self) -> JailProcess:
-        jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        """The first jail, started (or the command's early jail, when it is exactly the one
+        the launcher would start: `early.take`) and waited for."""
+        spawned = early.take(self.launcher)
+        jail = JailProcess(self.launcher, next(self._ids), self.max_frame, spawned)
         jail.memory_mb = self.limits.memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
