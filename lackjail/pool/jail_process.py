@@ -324,16 +324,6 @@ class JailProcess:
             except ProcessLookupError:
                 pass
 
-    def stop(self, grace: float = 0.5) -> None:
-        """Ask the zygote to exit, give it GRACE seconds, then make sure."""
-        if self.alive:
-            try:
-                self.send_ctrl(protocol.make_stop())
-                wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace)
-            except JailDied:
-                pass
-        self.kill()
-
     def close(self) -> None:
         for child in list(self.children.values()):
             self.drop(child)

@@ -256,13 +256,14 @@ class Pool:
         self._shut_down()
 
     def _shut_down(self) -> None:
-        """Stop the idle jails, kill the starting ones (nothing runs there, and a zygote reads
-        its control socket only once it has started: closing right after the first run waited
-        for the second jail's start, ~50 ms) and the lent ones (their runs end as `killed` and
-        give them back), reap each one given back; then the pool holds nothing."""
+        """Kill the idle and starting jails (nothing runs there; asking a zygote to stop waits
+        for it to read its control socket, which a starting one does only once it has started:
+        closing right after the first run waited for the second jail's start, ~50 ms, and a
+        busy one for its next read) and the lent ones (their runs end as `killed` and give them
+        back), reap each one given back; then the pool holds nothing, and no process of any of
+        its jails is left (`JailProcess.kill`)."""
         with self._cond:
-            starting = self._in("starting")
-            idle = self._in("idle") + starting
+            idle = self._in("idle") + self._in("starting")
             for jail in idle:
                 self._move(jail, "closing")
             lent = self._in("lent") + self._in("pinged")
@@ -270,10 +271,7 @@ class Pool:
             jail.signal_kill()
         self._lent_killed.set()
         for jail in idle:
-            if jail in starting:
-                jail.kill()
-            else:
-                jail.stop()
+            jail.kill()
         with self._cond:
             for jail in idle:
                 self._move(jail, None)
