@@ -414,14 +414,18 @@ def run_one(channel, msg, limits):
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
+            facades.BELOW[0] = below = _depth()
             try:
-                facades.BELOW[0] = below = _depth()
                 sys.setrecursionlimit(RECURSION_LIMIT + below)
                 # called as a function, not exec()'d: the program's frame is pushed in this
                 # one's evaluation loop, as a script's is in the interpreter's first, so its C
                 # recursion allowance is a script's too (what a deep recursion through C ends
                 # with, and the message it gives, are CPython's)
                 FunctionType(code, namespace)()
+            finally:
+                # the program may have set a limit that leaves no room for the runner's calls
+                sys.setrecursionlimit(RECURSION_LIMIT + below)
+            try:
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:
                 namespace.pop(VALUE_NAME, None)

@@ -410,3 +410,13 @@ def test_a_queue_works_in_a_confined_child(jail):
         "lifo.put(1)\nlifo.put(2)\n[q.get(), q.qsize(), lifo.get(), q.empty()]"
     )
     assert (r.status, r.value) == ("ok", [1, 0, 2, True]), r.errors
+
+
+def test_a_program_that_leaves_a_tight_recursion_limit_still_gets_its_result(jail):
+    """The runner's own calls after the program (its value, its traceback) are not held to
+    the limit the program set; the tightest limit CPython takes is taken too."""
+    r = jail.run("import sys\nsys.setrecursionlimit(2)\n[[[[1]]], {'a': [2, [3]]}]")
+    assert (r.status, r.value) == ("ok", [[[[1]]], {"a": [2, [3]]}]), r.errors
+    r = jail.run("import sys\ndef f():\n    sys.setrecursionlimit(3)\n    return 1 / 0\nf()")
+    assert r.status == "error" and r.errors[0]["message"] == "ZeroDivisionError: division by zero"
+    assert [frame["function"] for frame in r.errors[0]["traceback"]] == ["<module>", "f"]

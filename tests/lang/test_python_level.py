@@ -251,6 +251,25 @@ def test_the_levels_below_stay_as_they_were():
     assert rules("x = id(1)", "extended") == ["forbidden-name"]
 
 
+# What the python level's type(), sys streams and contextvars opened: below it, each is refused
+# by the rules that refused it before.
+BELOW = [
+    ("t = type", {"forbidden-name"}),
+    ("A = type('A', (), {'__init__': len})", {"forbidden-name", "dunder-string"}),
+    ("x = isinstance(1, type)", {"forbidden-name"}),
+    ("import sys\nsys.stdout.write('x')", {"forbidden-name", "forbidden-node"}),
+    ("import contextvars", {"forbidden-node"}),
+    ("class M(type):\n    pass", {"forbidden-node"}),
+]
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+@pytest.mark.parametrize(("source", "refused_by"), BELOW)
+def test_the_new_surface_stays_out_below_python(level, source, refused_by):
+    assert set(rules(source, level)) == refused_by
+    assert validate(source, language="python").valid or source.startswith("class M")
+
+
 # -- the bugs, each at every level -------------------------------------------------
 
 
