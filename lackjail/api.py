@@ -386,7 +386,7 @@ class Jail:
         """Run a validated PROGRAM on a pooled jail, or on SESSION's own."""
         source = lang.decode_source(program)  # exactly the text the validator checked
         tools = None
-        if self.kit is not None:
+        if self.kit is not None and self.kit.specs:  # a kit without tools has nothing to call
             tools = self.kit.session(
                 self.policy,
                 self._root,

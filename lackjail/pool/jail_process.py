@@ -23,12 +23,11 @@ import select
 import signal
 import socket
 import stat
-import subprocess
-import tempfile
 import time
 
 from lackjail import protocol
 from lackjail.errors import HostError
+from lackjail.pool.spawn import Spawned, kill_and_reap, spawn
 
 CTRL_FRAMES = ("spawned", "done", "pong", "limited")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
@@ -104,7 +103,9 @@ class JailProcess:
     """A started jail. Not thread-safe: one owner at a time (the supervisor
     while it is idle, a Run while it is lent)."""
 
-    def __init__(self, launcher, ident: int, max_frame: int):
+    def __init__(self, launcher, ident: int, max_frame: int, spawned: Spawned | None = None):
+        """Start LAUNCHER's zygote, or take SPAWNED, the process it would start, started
+        already (a command's early jail: `pool.early`)."""
         self.ident = ident
         self.max_frame = max_frame
         self.children: dict[int, Child] = {}  # gen -> child whose channel we hold
@@ -113,32 +114,14 @@ class JailProcess:
         self.ping_token: int | None = None
         self.memory_mb = 0  # its children's address-space limit (0: not known, never lowered)
         self.ping_deadline = 0.0
-        self._log = tempfile.TemporaryFile()
         self._fds: list[int] = []
         self._buf = protocol.FrameBuffer()
         self._watched: list[int] = []  # the descriptors _watch_poll polls (see _watcher)
         self._watch_poll = select.poll()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            # subprocess, not os.posix_spawn: both vfork, but only subprocess lets go of the
-            # GIL until the exec, so a start under load does not stall every other thread
-            # (the first run's caller among them) for the ~0.2-12 ms it takes (gh-104372)
-            self._proc = subprocess.Popen(
-                launcher.argv,
-                stdin=theirs.fileno(),
-                stdout=theirs.fileno(),
-                stderr=self._log.fileno(),
-                env=launcher.env,
-                start_new_session=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            ours.close()
-            self._log.close()
-            raise
-        finally:
-            theirs.close()
+        spawned = spawned or spawn(launcher.argv, launcher.env, launcher.pass_fds)
+        self._proc, self._log = spawned.proc, spawned.log
         self.pid = self._proc.pid
-        self.ctrl = ours
+        self.ctrl = spawned.ctrl
         self.ctrl.setblocking(False)
         self.pidfd = os.pidfd_open(self.pid)
         self.alive = True  # until its pidfd says it ended or its control socket closes
@@ -333,11 +316,11 @@ class JailProcess:
     # -- the process ------------------------------------------------------
 
     def kill(self) -> None:
-        """End the jail at once, reap it and close everything; safe to call twice."""
+        """End the jail at once, reap it (every process of it ended: `kill_and_reap`) and close
+        everything; safe to call twice."""
         self.alive = False
         if not self._reaped:
-            self.signal_kill()
-            self._proc.wait()  # the Popen reaps, so it never reaps behind our back
+            kill_and_reap(self._proc)  # the Popen reaps, so it never reaps behind our back
             self._reaped = True
         self.close()
 
@@ -349,16 +332,6 @@ class JailProcess:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-    def stop(self, grace: float = 0.5) -> None:
-        """Ask the zygote to exit, give it GRACE seconds, then make sure."""
-        if self.alive:
-            try:
-                self.send_ctrl(protocol.make_stop())
-                wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace)
-            except JailDied:
-                pass
-        self.kill()
 
     def close(self) -> None:
         for child in list(self.children.values()):
