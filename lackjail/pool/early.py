@@ -207,8 +207,10 @@ def remembered_filter(key: str) -> bytes | None:
     if not _begun:
         return None
     data = _read_own(FILTER_FILE)
+    if data is None:
+        return None
     try:
-        kept = json.loads(data) if data is not None else None
+        kept = json.loads(data)
         bpf = bytes.fromhex(kept["bpf"]) if kept["key"] == key else None
     except (ValueError, TypeError, KeyError):
         return None
