@@ -262,7 +262,9 @@ def _wrappers(modules):
                 f"cannot set the recursion limit to {limit} at the recursion depth {depth}: "
                 "the limit is too low"
             )
-        sys.setrecursionlimit(limit + BELOW[0])
+        # this function's own frame counts where CPython's has none: the tightest limit
+        # (one above the caller's depth) leaves the program one frame more than it asked
+        sys.setrecursionlimit(limit + BELOW[0] + (limit == depth + 1))
 
     def getrecursionlimit():
         return sys.getrecursionlimit() - BELOW[0]

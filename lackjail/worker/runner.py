@@ -113,7 +113,10 @@ class Output:
 
     Text written when nothing was sent for FLUSH_S goes out at once (so a long
     run shows its progress live); text written sooner waits, up to FLUSH_S or
-    FLUSH_BYTES, for the next write, tool call or the end of the run.
+    FLUSH_BYTES, for the next write, tool call or the end of the run. Text is
+    dropped from the batch only once it was sent: a program deep in a recursion
+    may have no room left for the calls that send it (RecursionError), and its
+    text then goes with the next batch.
     """
 
     FLUSH_S = 0.05
@@ -125,7 +128,10 @@ class Output:
         self.sent_at = 0.0
 
     def write(self, text):
+        """Add TEXT (what `file.write` takes: a str) to the output; its length."""
         if type(text) is not str:  # a str subclass's __len__ could say 0 and pass the cap
+            if not isinstance(text, str):
+                raise TypeError(f"write() argument must be str, not {type(text).__name__}")
             text = str.__str__(text)
         size = len(text)
         if self.total + size > self.cap:  # keep what fits, then stop the run
@@ -139,16 +145,38 @@ class Output:
         self.parts.append(text)
         self.pending += size
         if self.pending >= self.FLUSH_BYTES or time.monotonic() - self.sent_at >= self.FLUSH_S:
-            self.flush()
+            try:
+                self.flush()
+            except RecursionError:
+                pass  # the program's recursion left no room to send it: the next batch will
+        return size
 
     def flush(self):
         if self.parts:
             text = "".join(self.parts)
-            self.parts, self.pending = [], 0
-            for start in range(0, len(text), protocol.OUTPUT_CHUNK):
-                chunk = text[start : start + protocol.OUTPUT_CHUNK]
-                self.channel.send(protocol.make_output(plain.utf8(chunk)))
+            self.parts = [text]
+            sent = 0
+            try:
+                while sent < len(text):
+                    chunk = text[sent : sent + protocol.OUTPUT_CHUNK]
+                    self.channel.send(protocol.make_output(plain.utf8(chunk)))
+                    sent += len(chunk)
+            finally:
+                rest = text[sent:]
+                self.parts, self.pending = ([rest] if rest else []), len(rest)
             self.sent_at = time.monotonic()
+
+
+class LibraryOutput:
+    """sys.stdout while a python-level program runs, what its print (CPython's own) and the
+    standard library (re's DEBUG dump) write to: the run's Output, whose bound methods it
+    holds, so that print's write costs one Python frame near the recursion limit, as few as
+    can be. No program reaches it: the sys facade's stdout is streams.STDOUT."""
+
+    __slots__ = ("write", "flush")
+
+    def __init__(self, out):
+        self.write, self.flush = out.write, out.flush
 
 
 def make_print(out, language="lackpy"):
@@ -157,7 +185,7 @@ def make_print(out, language="lackpy"):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
-    if language == "python":  # CPython's own, writing to sys.stdout: streams.STDOUT
+    if language == "python":  # CPython's own, writing to sys.stdout: LibraryOutput
         return builtins.print
     return print
 
@@ -399,10 +427,10 @@ def run_one(channel, msg, limits):
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
             if language == "python":
-                # what its print (CPython's own) and the standard library (re's DEBUG dump)
-                # write to sys.stdout, and what it writes to the sys facade's streams
+                # what it writes to the sys facade's streams, and what its print and the
+                # standard library write to sys.stdout, is its output
                 streams.TARGET[0] = out
-                sys.stdout = streams.STDOUT
+                sys.stdout = LibraryOutput(out)
                 if msg["seed"] is not None:
                     facades.reseed(msg["seed"])
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
@@ -414,14 +442,18 @@ def run_one(channel, msg, limits):
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
+            facades.BELOW[0] = below = _depth()
             try:
-                facades.BELOW[0] = below = _depth()
                 sys.setrecursionlimit(RECURSION_LIMIT + below)
                 # called as a function, not exec()'d: the program's frame is pushed in this
                 # one's evaluation loop, as a script's is in the interpreter's first, so its C
                 # recursion allowance is a script's too (what a deep recursion through C ends
                 # with, and the message it gives, are CPython's)
                 FunctionType(code, namespace)()
+            finally:
+                # the program may have set a limit that leaves no room for the runner's calls
+                sys.setrecursionlimit(RECURSION_LIMIT + below)
+            try:
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:
                 namespace.pop(VALUE_NAME, None)
