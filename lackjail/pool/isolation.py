@@ -25,7 +25,6 @@ from lackjail.errors import HostError
 from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
 from lackjail.pool.syscall_filter import child_filter
-from lackjail.worker import landlock
 
 
 class IsolationError(HostError, RuntimeError):
@@ -168,6 +167,8 @@ def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
     lackjail.worker.landlock) before CODE (a test's probe may stand in for `main()`)."""
     import tempfile
 
+    from lackjail.worker import landlock  # the landlock level's alone: not every jail's start
+
     version = landlock.abi_version()
     if version < 1:
         raise IsolationError(
@@ -196,6 +197,8 @@ def _landlock_readable() -> tuple[str, ...]:
 
 def landlock_status() -> tuple[bool, str]:
     """Can the landlock level run here? (ok, what it confines at this kernel's ABI)"""
+    from lackjail.worker import landlock
+
     version = landlock.abi_version()
     if version < 1:
         return False, "Landlock is not available on this kernel"

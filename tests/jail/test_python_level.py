@@ -420,3 +420,15 @@ def test_a_program_that_leaves_a_tight_recursion_limit_still_gets_its_result(jai
     r = jail.run("import sys\ndef f():\n    sys.setrecursionlimit(3)\n    return 1 / 0\nf()")
     assert r.status == "error" and r.errors[0]["message"] == "ZeroDivisionError: division by zero"
     assert [frame["function"] for frame in r.errors[0]["traceback"]] == ["<module>", "f"]
+
+
+def test_what_a_deep_recursion_prints_is_all_there_in_order(jail):
+    """Printing as deep as the limit allows loses and garbles nothing, even when the output
+    is due to be sent from where no frame is left to send it (it goes with the next batch)."""
+    r = jail.run(
+        "import time\ndef f(n):\n    if n > 985:\n        time.sleep(0.06)\n    print(n)\n"
+        "    f(n + 1)\ntry:\n    f(0)\nexcept RecursionError as e:\n    print('done', e)"
+    )
+    lines = r.output.splitlines()
+    assert r.status == "ok" and lines[-1] == "done maximum recursion depth exceeded", lines[-3:]
+    assert lines[:-1] == [str(n) for n in range(len(lines) - 1)] and len(lines) > 990

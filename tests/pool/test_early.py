@@ -1,6 +1,6 @@
 """A command's early jail (`pool.early`): started from the plan the previous command kept, taken
 by the pool only when it is exactly the jail the pool would start, killed otherwise; the plan is
-read only when it is the user's own."""
+read only when it is the user's own. And the children's filter a command keeps for the next."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from lackjail.policy import load_policy
-from lackjail.pool import Pool, Request, early, isolation
+from lackjail.pool import Pool, Request, early, isolation, syscall_filter
 
 
 @pytest.fixture
@@ -212,3 +212,33 @@ def test_the_console_command_leaves_no_jail_behind(tmp_path, require_nsjail):
         )
         assert done.stdout.strip() == "0 []", done.stderr
         assert (workspace / "out.txt").read_text() == "x" * 100000
+
+
+def test_a_command_takes_the_filter_the_previous_one_compiled_for_the_same_rules(
+    cache, waiter, monkeypatch
+):
+    """The children's BPF is kept per rules and machine: a one-shot command takes it as it is;
+    another set of rules (or a process that is no one-shot command) compiles its own."""
+    key = syscall_filter.filter_key(syscall_filter.BINARY_TREE)
+    assert early.remembered_filter(key) is None  # not a one-shot command: nothing read
+    early.begin()
+    early.remember_filter(key, b"\x06\x00\x00\x00\x00\x00\xff\x7f")  # BPF: return ALLOW
+    assert early.remembered_filter(key) == b"\x06\x00\x00\x00\x00\x00\xff\x7f"
+    assert early.remembered_filter(key + "x") is None
+    syscall_filter.child_filter.cache_clear()
+    try:
+        assert syscall_filter.child_filter() == b"\x06\x00\x00\x00\x00\x00\xff\x7f"
+        monkeypatch.setattr(syscall_filter, "ALLOWED", syscall_filter.ALLOWED[1:])
+        syscall_filter.child_filter.cache_clear()
+        compiled = syscall_filter.child_filter()
+        assert compiled != b"\x06\x00\x00\x00\x00\x00\xff\x7f" and len(compiled) % 8 == 0
+        new_key = syscall_filter.filter_key(syscall_filter.BINARY_TREE)
+        assert early.remembered_filter(new_key) == compiled  # kept for the next command
+    finally:
+        syscall_filter.child_filter.cache_clear()
+
+
+def test_a_kept_filter_that_is_not_whole_instructions_is_not_taken(cache):
+    early.begin()
+    early.remember_filter("k", b"\x06\x00\x00")
+    assert early.remembered_filter("k") is None
