@@ -67,7 +67,8 @@ class Child:
         self.done: dict | None = None  # the zygote's report once the child ended
         self.cpu_ms = 0.0  # CPU time of the runs it reported (reuse mode)
         self.memory_mb = 0  # its address-space limit when a run lowered it (0: the jail's)
-        self.poller = None  # what a run on it polls (`run.Run`), made by its first run
+        # what a run on it polls (`run.Run`), made by its first run
+        self.poller: select.poll | None = None
 
     def pump(self, expect) -> bool | None:
         """Read what the channel holds into frames: True when something came,
