@@ -121,9 +121,17 @@ EXCEPTION_NAMES = (
     "ToolError",
 )
 
-# What the python level adds to them: every other Exception class of the builtins
-# (a program's own classes and a facade's are named too: `except json.JSONDecodeError`).
+# What the python level adds to them: every other exception class of the builtins, the
+# BaseException ones too (a program's own classes and a facade's are named as well: `except
+# json.JSONDecodeError`). A handler that catches a stop verdict does not keep the program
+# running: the runner raises the verdict again at the program's next line.
 PYTHON_EXCEPTION_NAMES = (
+    "BaseException",
+    "BaseExceptionGroup",
+    "GeneratorExit",
+    "KeyboardInterrupt",
+    "StopAsyncIteration",
+    "SystemExit",
     "BlockingIOError",
     "BrokenPipeError",
     "BufferError",
