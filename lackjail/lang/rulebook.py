@@ -232,8 +232,8 @@ RULEBOOK = {
     ),
     "except-class": (
         "extended: an except clause names builtin exception classes (or ToolError); "
-        "no bare except, no BaseException (python: any class, a program's and a module's "
-        "too, json.JSONDecodeError, and a bare except; a stop verdict outlives the handler)",
+        "no bare except, no BaseException (python: as in CPython, any expression and a bare "
+        "except; a stop verdict outlives the handler)",
         "try:\n    x = 1\nexcept:\n    x = 2",
         "try:\n    x = 1\nexcept ValueError:\n    x = 2",
         "extended",

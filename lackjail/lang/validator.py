@@ -1359,8 +1359,11 @@ class _Walker:
     def handler(self, node, depth):
         self.enter(node, depth)
         kind = node.type
+        # The python level's except clause is CPython's: bare, or any expression (a class
+        # that is no exception is a TypeError when an exception meets it). A stop verdict a
+        # handler catches is raised again at the program's next line: nothing is lost.
         if kind is None:
-            if not self.python:  # the python level's is CPython's: no stop verdict is lost
+            if not self.python:
                 self.error(
                     "except-class",
                     "a bare 'except:' is not allowed: name the classes, e.g. except Exception:",
@@ -1368,17 +1371,16 @@ class _Walker:
                     node.col_offset,
                 )
         else:
-            for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
-                if self.python:
-                    self.python_except(cls)
-                elif cls.__class__ is not _NAME or cls.id not in self.names.exceptions:
-                    self.error(
-                        "except-class",
-                        "except names builtin exception classes (Exception, ValueError, "
-                        "KeyError, ..., ToolError), alone or in a tuple",
-                        cls.lineno,
-                        cls.col_offset,
-                    )
+            if not self.python:
+                for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
+                    if cls.__class__ is not _NAME or cls.id not in self.names.exceptions:
+                        self.error(
+                            "except-class",
+                            "except names builtin exception classes (Exception, ValueError, "
+                            "KeyError, ..., ToolError), alone or in a tuple",
+                            cls.lineno,
+                            cls.col_offset,
+                        )
             self.visit(kind, depth + 1)
         name, scope = node.name, self.current
         fresh = name is not None and name not in scope.names
@@ -1471,21 +1473,6 @@ class _Walker:
                     line,
                     col,
                 )
-
-    def python_except(self, cls):
-        """An except clause's class at the python level: a name (a builtin class, or one
-        the program defined or imported) or an attribute path (json.JSONDecodeError)."""
-        node = cls
-        while node.__class__ is ast.Attribute:
-            node = node.value
-        if node.__class__ is not _NAME:
-            self.error(
-                "except-class",
-                "except names exception classes: a name (ValueError, MyError) or a module's "
-                "(json.JSONDecodeError), alone or in a tuple",
-                cls.lineno,
-                cls.col_offset,
-            )
 
     def dunder_method(self, node):
         """A '__' method in a class body: one of DEFINABLE_DUNDERS, spelt in ASCII."""
