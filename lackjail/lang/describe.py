@@ -6,7 +6,7 @@ people and model prompts.
 
 from . import grammar
 from .custom_rules import SHIPPED
-from .facades import FACADES
+from .facades import FACADES, MAX_RECURSION_LIMIT
 from .limits import ProgramLimits
 from .rulebook import RULEBOOK
 from .validator import check_language
@@ -52,12 +52,15 @@ SUMMARIES = {
         "and a name's text: f.__name__, x.__class__.__name__; a private self.__x is fine), "
         "defining other dunders (__getattr__, __getattribute__, __setattr__, __new__, __del__, "
         "__init_subclass__, __set_name__, __class_getitem__, __get__, __reduce__ ...), "
-        "metaclasses and class keywords, delattr/vars/dir/globals/eval/exec/open, "
-        "type() with more than one argument, str.format on a string "
+        "metaclasses and class keywords (type(name, bases, namespace) makes only what a class "
+        "statement may: its namespace's keys are checked when it is called), "
+        "delattr/vars/dir/globals/eval/exec/open, str.format on a string "
         "that is not a literal, async/await, try/except*; modules that touch "
         "files, processes, the network or code (os, pathlib, subprocess, socket, "
         "importlib, inspect, ...; sys only as a facade of what the interpreter is: "
-        "sys.version_info, sys.maxsize, sys.platform ...) -- a kit tool does that. "
+        "sys.version_info, sys.maxsize, sys.platform ...; sys.stdout and sys.stderr write into "
+        "the run's output; sys.setrecursionlimit stops at "
+        f"{MAX_RECURSION_LIMIT:,}) -- a kit tool does that. "
         "`time.sleep` counts against the wall-clock limit; `random` is seeded afresh in "
         "every run's process. As in CPython: a name nothing binds raises NameError when it is "
         "reached; importing a module outside the standard library (numpy, requests ...) raises "

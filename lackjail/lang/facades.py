@@ -52,6 +52,8 @@ _NAMES = {
     ),
     # no contextmanager (it needs yield), chdir or redirect_stdout
     "contextlib": "AbstractContextManager ContextDecorator ExitStack closing nullcontext suppress",
+    # Context.run calls what it is given, as a call would
+    "contextvars": "Context ContextVar Token copy_context",
     "copy": "Error copy deepcopy",
     "csv": (
         "Dialect DictReader DictWriter Error QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
@@ -147,9 +149,12 @@ _NAMES = {
         "Template ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits "
         "octdigits printable punctuation whitespace"
     ),
-    # what the interpreter is, never what the process holds (argv, modules, streams, frames)
+    # what the interpreter is, never what the process holds (argv, modules, frames); stdout
+    # and stderr write into the program's output, the recursion limit is the program's own
+    # and bounded
     "sys": (
-        "byteorder float_info hexversion int_info maxsize maxunicode platform version version_info"
+        "byteorder float_info getrecursionlimit hexversion int_info maxsize maxunicode platform "
+        "setrecursionlimit stderr stdout version version_info"
     ),
     "struct": "Struct calcsize error iter_unpack pack pack_into unpack unpack_from",
     "textwrap": "TextWrapper dedent fill indent shorten wrap",
@@ -190,6 +195,10 @@ _NAMES = {
 }
 # module -> the names its facade holds
 FACADES = {module: tuple(names.split()) for module, names in sorted(_NAMES.items())}
+# The highest recursion limit sys.setrecursionlimit sets in the jail; a higher one is lowered
+# to it. A Python call takes no C stack in CPython 3.12 (a recursion through C is bounded
+# apart), so what a deep recursion costs is memory and the time to unwind it: this bounds both.
+MAX_RECURSION_LIMIT = 100_000
 
 # Modules a program reaches for instead of a kit tool, and what to write instead; any other
 # module not in FACADES is rejected with the list of those that are.
@@ -201,7 +210,7 @@ INSTEAD = {
     "os": f"{_FILES}; parameters instead of the environment",
     "os.path": "join paths with '/'.join(...) or an f-string; " + _FILES,
     # sys is a facade: these say what to write instead of the names it leaves out
-    "sys": "parameters instead of sys.argv, print() instead of sys.stdout, raise to stop",
+    "sys": "parameters instead of sys.argv, raise to stop",
     "pathlib": _FILES,
     "shutil": _FILES,
     "glob": _FILES,

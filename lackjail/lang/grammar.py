@@ -319,8 +319,9 @@ EXTENDED_BUILTINS = (
     "next",
     "frozenset",
 )
-# What the python level adds. `type` is called with one argument only (and refuses to
-# hand out a metaclass); `super` only as `super()`: they never stand as values
+# What the python level adds. `type` is the jail's own: `type(x)` hands out no metaclass
+# and `type(name, bases, namespace)` makes only what a class statement may make (it checks
+# the namespace's keys when called); `super` only as `super()`, never as a value
 # (CALL_ONLY). getattr, hasattr and setattr are the jail's own: they refuse, when
 # called, a name that attribute_refused() denies. vars, dir, globals, eval, open ... stay out.
 PYTHON_BUILTINS = (
@@ -346,7 +347,7 @@ PYTHON_BUILTINS = (
     "hasattr",
     "setattr",
 )
-CALL_ONLY = frozenset({"type", "super"})
+CALL_ONLY = frozenset({"super"})
 
 # The dunder names a class body may define (methods, and __slots__ or `__hash__ = None`).
 # Never the hooks of attribute lookup, class creation, descriptors, pickling or
@@ -403,6 +404,9 @@ DEFINABLE_DUNDERS = frozenset(
         ),
     }
 )
+# The '__' keys of the namespace that type(name, bases, namespace) takes: what a class
+# body may bind, and its docstring.
+NAMESPACE_DUNDERS = DEFINABLE_DUNDERS | {"__doc__"}
 
 EXTENDED_BINARY_OPERATORS = {
     ast.Pow: "**",

@@ -258,21 +258,21 @@ RULEBOOK = {
         "lackpy",
     ),
     "call-only": (
-        "python: type is called with one argument, super with none or two; neither stands as "
-        "a value",
-        "t = type\nx = t(1)",
-        "x = type(1)",
+        "python: super is called with no arguments or two, and never stands as a value",
+        "s = super\nx = 1",
+        "class A:\n    def f(self):\n        return super().f()",
         "python",
     ),
     "dunder-method": (
         "python: a class defines only the dunder methods of the spec's list (no __getattr__, "
-        "__getattribute__, __setattr__, __new__, __del__, __init_subclass__, ...)",
+        "__getattribute__, __setattr__, __new__, __del__, __init_subclass__, ...), in a class "
+        "body or as a key of type(name, bases, namespace)'s namespace",
         "class A:\n    def __getattr__(self, name):\n        return 1",
         "class A:\n    def __repr__(self):\n        return 'A'",
         "python",
     ),
     "class-keyword": (
-        "python: a class statement has no keywords (no metaclass=)",
+        "python: a class statement makes no metaclass: no keywords (metaclass=), no base type",
         "class A(metaclass=abs):\n    pass",
         "class A:\n    pass",
         "python",

@@ -26,6 +26,7 @@ from .grammar import (
     INTERNAL_ATTRIBUTES,
     LANGUAGES,
     LEVELS,
+    NAMESPACE_DUNDERS,
     attribute_refused,
 )
 from .limits import ProgramLimits
@@ -737,10 +738,19 @@ class _Walker:
         names = self.names
         to_tool = False
         visit = self.visit
+        namespace = None  # the dict literal that type(name, bases, {...}) makes a class of
         if kind is _NAME:
             ident = func.id
             if ident in _BY_NAME and self.python and not self.bound(ident):
                 self.attribute_by_name(node)
+            elif (
+                ident == "type"
+                and self.python
+                and len(node.args) == 3
+                and node.args[2].__class__ is ast.Dict
+                and not self.bound(ident)
+            ):
+                namespace = node.args[2]
             if ident in CALL_ONLY and self.python and not self.bound(ident):
                 self.call_only(node, depth)
             elif ident in names.callable:
@@ -792,6 +802,8 @@ class _Walker:
         for arg in node.args:
             if arg.__class__ is _STARRED:
                 self.unpacked(arg, depth)
+            elif arg is namespace:
+                self.class_namespace(arg, depth)
             else:
                 visit(arg, depth)
         for kw in node.keywords:
@@ -811,21 +823,14 @@ class _Walker:
             self.keyword(kw, depth, to_tool)
 
     def call_only(self, node, depth):
-        """`type(x)` and `super()` at the python level: the one shape each may take."""
+        """`super()` at the python level: the one shape it may take."""
         func = node.func
         self.enter(func, depth)
         count = len(node.args) + len(node.keywords)
         starred = any(a.__class__ is _STARRED for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
-        if func.id == "type" and (count != 1 or starred or node.keywords):
-            self.error(
-                "call-only",
-                "type() takes exactly one argument here: type(x) (no classes are made with it)",
-                node.lineno,
-                node.col_offset,
-            )
-        elif func.id == "super" and (count not in (0, 2) or starred or node.keywords):
+        if count not in (0, 2) or starred or node.keywords:
             self.error(
                 "call-only",
                 "super() takes no arguments here, or a class and an object: super().method(...)",
@@ -833,6 +838,34 @@ class _Walker:
                 node.col_offset,
             )
         self.calls.add(func.id)
+
+    def class_namespace(self, node, depth):
+        """The dict literal of `type(name, bases, {...})`: a class body's bindings. A str key
+        that starts with '__' is one a class body may define (NAMESPACE_DUNDERS); the jail's
+        type() checks every key again when it is called, whatever built the dict."""
+        self.enter(node, depth)
+        keys = node.keys
+        if len(keys) > self.max_literal:
+            self.display(node, keys)
+        for key, value in zip(keys, node.values):
+            name = key.value if key.__class__ is _CONSTANT else None
+            if name.__class__ is str and name[:1] == "_" and len(name) <= self.max_literal:
+                self.enter(key, depth + 1)
+                if name[:2] != "__":
+                    self.private_defined.add(name)  # as `_x = ...` in a class body
+                elif name not in NAMESPACE_DUNDERS:
+                    self.error(
+                        "dunder-method",
+                        f"a class may not define {name!r}, in type()'s namespace as in a "
+                        "class body: the dunder methods a class may define are __init__, "
+                        "__repr__, __str__, comparisons, arithmetic ... (the python level's "
+                        "spec lists them)",
+                        key.lineno,
+                        key.col_offset,
+                    )
+            elif key is not None:  # None for a `**mapping` entry
+                self.visit(key, depth + 1)
+            self.visit(value, depth + 1)
 
     def keyword(self, node, depth, to_tool):
         """A keyword argument; at the lackpy level key= is where a lambda may appear,
@@ -911,9 +944,7 @@ class _Walker:
         elif ident in CALL_ONLY and self.python and not self.bound(ident):
             self.error(
                 "call-only",
-                f"{ident!r} may only be called here: {ident}(x)"
-                if ident == "type"
-                else "'super' may only be called here, with no arguments: super().method(...)",
+                "'super' may only be called here, with no arguments: super().method(...)",
                 line,
                 col,
             )
@@ -1504,6 +1535,14 @@ class _Walker:
             if base.__class__ is _STARRED:
                 self.unpacked(base, depth)
             else:
+                if base.__class__ is _NAME and base.id == "type" and not self.bound("type"):
+                    self.error(
+                        "class-keyword",
+                        "a class may not derive from type: no metaclasses (a class statement "
+                        "or type(name, bases, namespace) makes a class)",
+                        base.lineno,
+                        base.col_offset,
+                    )
                 self.visit(base, depth)
         for kw in node.keywords:
             self.error(

@@ -10,20 +10,27 @@ of the python level's builtins; the real module never reaches the program.
 A few names are wrapped, so that their arguments cannot name attributes or
 reach the process's own streams: functools.wraps/update_wrapper (no
 `assigned`/`updated`), hashlib.new (algorithms_guaranteed only), pprint.pprint
-and pprint.pp (they print with the program's print), and `type`, which hands
-out no metaclass (a metaclass called with three arguments makes any class).
+and pprint.pp (they print with the program's print), sys.stdout and sys.stderr
+(the program's output: lackjail.worker.streams), sys's recursion limit (the
+program's own, bounded), and `type` (TYPE, below), which hands out no metaclass
+and makes only the classes a class statement may make.
 """
 
 import builtins
 import os
 import sys
 
-from lackjail.lang.facades import FACADES
-from lackjail.lang.grammar import attribute_refused
+from lackjail.lang.facades import FACADES, MAX_RECURSION_LIMIT
+from lackjail.lang.grammar import NAMESPACE_DUNDERS, attribute_refused
+from lackjail.worker import streams
 
 ModuleType = type(sys)  # types.ModuleType: types.py costs every start
 MODULES: dict = {}  # module name -> its facade, once load() ran
 OUTPUT: list = [None]  # the running program's print, for pprint (set by the runner)
+# The frames below a program's module frame (the runner's own), set by the runner: the
+# program's recursion limit and depth are counted above them, as a script's are.
+BELOW: list = [0]
+_INT_MAX = (1 << 31) - 1  # sys.setrecursionlimit takes a C int
 
 
 class _Missing(ImportError):
@@ -54,12 +61,122 @@ def importer(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A0
     raise ImportError(f"no module named {name!r} in the jail")
 
 
-def one_type(obj, /):
-    """type(x) with one argument; a class's own type (a metaclass) is not handed out."""
+class _Type:
+    """The python level's `type`: CPython's, less what makes a class outside a class
+    statement's rules.
+
+    type(x) gives x's class; of a class it gives `type` (this object), never a metaclass
+    (called with three arguments, a metaclass makes any class). type(name, bases, namespace)
+    makes a class as a class statement would, with the same limits: bases that are classes
+    whose metaclass is type, namespace keys that are plain str, none starting with '__'
+    but the dunders a class body may define (NAMESPACE_DUNDERS: no __getattr__,
+    __getattribute__, __init_subclass__, __set_name__, __class_getitem__, __del__,
+    __reduce__ ...), slot names without '__', and no keyword a class's hook would receive.
+    `isinstance(x, type)` and `issubclass(c, type)` answer as CPython's do.
+    """
+
+    __slots__ = ()
+    __name__ = "type"
+    __module__ = "builtins"
+
+    def __getattr__(self, name):
+        if name == "__qualname__":  # what CPython's call errors name: "type() argument ..."
+            return "type"
+        raise AttributeError(f"type object 'type' has no attribute {name!r}")
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs:
+            return _type_of(args[0])
+        if len(args) != 3:
+            return builtins.type(*args, **kwargs)  # CPython's own error: it makes nothing
+        caller = sys._getframe(1).f_globals.get("__name__")
+        return _new_class(*args, caller, **kwargs)
+
+    def __instancecheck__(self, obj):
+        return obj is self or isinstance(obj, builtins.type)
+
+    def __subclasscheck__(self, cls):
+        return cls is self or issubclass(cls, builtins.type)
+
+    def __repr__(self):
+        return "<class 'type'>"
+
+    def __reduce__(self):
+        return "TYPE"  # copy and deepcopy give this object itself, as they give a class
+
+
+TYPE = _Type()
+
+
+def _type_of(obj):
+    """type(OBJ): its class; `type` (TYPE) for a class; no metaclass."""
     kind = builtins.type(obj)
+    if kind is builtins.type or obj is TYPE:
+        return TYPE
     if issubclass(kind, builtins.type):
-        raise TypeError("type() of a class is not available in the jail: use isinstance()")
+        raise TypeError(
+            f"type() of a class made by a metaclass ({kind.__name__}) is not available in "
+            "the jail: use isinstance()"
+        )
     return kind
+
+
+def _new_class(name, bases, namespace, module, /, **kwargs):
+    """type(NAME, BASES, NAMESPACE, **KWARGS), called from code whose module is MODULE (a
+    class's __module__, as CPython takes it from the caller): refused (TypeError, naming
+    what) unless a class statement could make the same class."""
+    for value, kind in ((name, str), (bases, tuple), (namespace, dict)):
+        if builtins.type(value) is not kind:
+            if isinstance(value, kind):  # a subclass could show the checks other items
+                raise TypeError(f"type() takes a plain {kind.__name__} in the jail, not a subclass")
+            return builtins.type(name, bases, namespace, **kwargs)  # CPython's own error
+    for base in bases:
+        if builtins.type(base) is not builtins.type or issubclass(base, builtins.type):
+            raise TypeError(
+                "type() takes as bases classes whose metaclass is type in the jail (it makes "
+                f"no metaclass): not {_described(base)}"
+            )
+    namespace = dict(namespace)  # a copy: what is checked is what the class gets
+    for key in namespace:
+        if builtins.type(key) is not str:
+            kind = builtins.type(key).__name__
+            raise TypeError(f"type() takes str keys in the namespace in the jail, not {kind}")
+        if key[:2] == "__" and key not in NAMESPACE_DUNDERS:
+            raise TypeError(
+                f"a class may not define {key!r} in the jail: type()'s namespace holds what a "
+                "class body may bind (the python level's spec lists the dunder methods)"
+            )
+    if "__slots__" in namespace:
+        namespace["__slots__"] = _slots(namespace["__slots__"])
+    if kwargs and any(
+        "__init_subclass__" in vars(cls) for base in bases for cls in base.__mro__[:-1]
+    ):
+        raise TypeError("type() takes no keywords in the jail: no class hook receives them")
+    if module is not None:
+        namespace["__module__"] = module
+    return builtins.type(name, bases, namespace, **kwargs)
+
+
+def _described(base):
+    """What BASE is, for type()'s refusal of it (no program code runs)."""
+    if base is TYPE or base is builtins.type:
+        return "type"
+    kind = builtins.type(base)
+    if not issubclass(kind, builtins.type):
+        return f"a {kind.__name__} object"
+    if issubclass(base, builtins.type):
+        return f"{base.__name__}, a metaclass"
+    return f"{base.__name__}, made by the metaclass {kind.__name__}"
+
+
+def _slots(slots):
+    """A namespace's __slots__ as a tuple of plain str, none of them starting with '__' (as
+    a class body can spell them); iterated once, here."""
+    names = (slots,) if isinstance(slots, str) else tuple(slots)
+    for slot in names:
+        if builtins.type(slot) is not str or slot[:2] == "__":
+            raise TypeError(f"__slots__ holds plain names in the jail, not {slot!r}")
+    return names
 
 
 def _attribute_name(args, kwargs, least):
@@ -105,16 +222,43 @@ for _guard, _name in (
 ):
     _guard.__name__ = _guard.__qualname__ = _name
 GUARDED = {
-    "type": one_type,
+    "type": TYPE,
     "getattr": guarded_getattr,
     "hasattr": guarded_hasattr,
     "setattr": guarded_setattr,
 }
 
 
+def _depth(frame):
+    """How many frames FRAME's chain holds, FRAME included."""
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 def _wrappers(modules):
     """The wrapped names, by module."""
     functools, hashlib, pprint = modules["functools"], modules["hashlib"], modules["pprint"]
+    index = modules["operator"].index
+
+    def setrecursionlimit(limit, /):
+        limit = index(limit)
+        if not -_INT_MAX - 1 <= limit <= _INT_MAX:
+            raise OverflowError("Python int too large to convert to C int")
+        if limit < 1:
+            raise ValueError("recursion limit must be greater or equal than 1")
+        limit = min(limit, MAX_RECURSION_LIMIT)
+        depth = _depth(sys._getframe(1)) - BELOW[0]
+        if depth >= limit:
+            raise RecursionError(
+                f"cannot set the recursion limit to {limit} at the recursion depth {depth}: "
+                "the limit is too low"
+            )
+        sys.setrecursionlimit(limit + BELOW[0])
+
+    def getrecursionlimit():
+        return sys.getrecursionlimit() - BELOW[0]
 
     def wraps(wrapped, /):
         return functools.wraps(wrapped)
@@ -143,6 +287,12 @@ def _wrappers(modules):
         "functools": {"wraps": wraps, "update_wrapper": update_wrapper},
         "hashlib": {"new": new},
         "pprint": {"pprint": pprint_, "pp": pp},
+        "sys": {
+            "stdout": streams.STDOUT,
+            "stderr": streams.STDERR,
+            "setrecursionlimit": setrecursionlimit,
+            "getrecursionlimit": getrecursionlimit,
+        },
     }
 
 
@@ -162,7 +312,9 @@ def _warm(modules):
     modules["time"].localtime()
     for algorithm in modules["hashlib"].algorithms_guaranteed:
         modules["hashlib"].new(algorithm, b"x")
-    modules["decimal"].Decimal("1.5") + 1
+    # in a context of its own: the zygote's (what a child's program starts in, and what
+    # contextvars.copy_context() shows it) stays as empty as a script's
+    modules["contextvars"].Context().run(lambda: modules["decimal"].Decimal("1.5") + 1)
     modules["uuid"].uuid4()
     modules["unicodedata"].name("a")
     modules["re"].compile(r"(?P<x>\w+)\s*").sub(r"\g<x>", "a b")

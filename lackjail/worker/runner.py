@@ -16,10 +16,11 @@ import sys
 import time
 
 from lackjail import lang, plain, protocol
-from lackjail.worker import facades
+from lackjail.worker import facades, streams
 
 SimpleNamespace = type(sys.implementation)  # types.SimpleNamespace: types.py costs every start
 CodeType = type(compile("", "", "exec"))  # types.CodeType, likewise
+FunctionType = type(lambda: None)  # types.FunctionType, likewise
 ModuleType = type(sys)
 FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
@@ -209,23 +210,13 @@ class Output:
             self.sent_at = time.monotonic()
 
 
-class LibraryOutput:
-    """sys.stdout while a python-level program runs: what its print (CPython's own) and the
-    standard library (re's DEBUG dump) write is the program's output. No program reaches it."""
-
-    __slots__ = ("write", "flush")
-
-    def __init__(self, out):
-        self.write, self.flush = out.write, out.flush
-
-
 def make_print(out, language="lackpy"):
     def print(*args, sep=" ", end="\n"):  # noqa: A001 - the program's print
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
-    if language == "python":  # CPython's own, writing to sys.stdout: LibraryOutput
+    if language == "python":  # CPython's own, writing to sys.stdout: streams.STDOUT
         return builtins.print
     return print
 
@@ -467,7 +458,10 @@ def run_one(channel, msg, limits):
             if msg["session"]:  # what the next run may use: this one's bindings and params
                 _SESSION["names"].update(check.variables, params)
             if language == "python":
-                sys.stdout = LibraryOutput(out)
+                # what its print (CPython's own) and the standard library (re's DEBUG dump)
+                # write to sys.stdout, and what it writes to the sys facade's streams
+                streams.TARGET[0] = out
+                sys.stdout = streams.STDOUT
                 if msg["seed"] is not None:
                     facades.reseed(msg["seed"])
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
@@ -480,9 +474,14 @@ def run_one(channel, msg, limits):
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
             try:
-                sys.setrecursionlimit(RECURSION_LIMIT + _depth())
+                facades.BELOW[0] = below = _depth()
+                sys.setrecursionlimit(RECURSION_LIMIT + below)
                 _MEMORY[0] = ("memory", f"memory limit of {memory_mb} MB exceeded")
-                exec(code, namespace)
+                # called as a function, not exec()'d: the program's frame is pushed in this
+                # one's evaluation loop, as a script's is in the interpreter's first, so its C
+                # recursion allowance is a script's too (what a deep recursion through C ends
+                # with, and the message it gives, are CPython's)
+                FunctionType(code, namespace)()
                 _MEMORY[0] = None
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:

@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from lackjail import lang
 from lackjail.api import Jail
 from lackjail.lang.facades import FACADES
 from lackjail.policy import PolicyError
@@ -290,3 +291,108 @@ def test_a_program_recurses_as_deep_as_a_script(jail, tmp_path):
     want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
     assert want.returncode == 0 and int(want.stdout) > 900
     assert jail.run(source).output == want.stdout
+
+
+# Programs whose outcome hangs on the interpreter's own state (its stack, its streams, its
+# context): each is run as a script of this interpreter too, and must print what it prints.
+SCRIPTED = [
+    (  # recursion through C: the depth and the message are a script's
+        "depth = [0]\ndef f(x):\n    depth[0] += 1\n    return sorted([x], key=f)\n"
+        "try:\n    f(1)\nexcept RecursionError as e:\n    print(depth[0], e)\n"
+        "depth[0] = 0\ndef g(x):\n    depth[0] += 1\n    return list(map(g, [x]))\n"
+        "try:\n    g(1)\nexcept RecursionError as e:\n    print(depth[0], e)\n"
+        "class R:\n    def __repr__(self):\n        return repr(self)\n"
+        "try:\n    repr(R())\nexcept RecursionError as e:\n    print(e)"
+    ),
+    (
+        "import sys\nsys.setrecursionlimit(10)\nprint(sys.getrecursionlimit())\n"
+        "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nprint(f(5))\n"
+        "try:\n    f(100)\nexcept RecursionError as e:\n    print(e)\n"
+        "def g(n):\n    if n == 0:\n        sys.setrecursionlimit(3)\n    return g(n - 1)\n"
+        "try:\n    g(4)\nexcept RecursionError as e:\n    print(e)\n"
+        "for bad in [0, 2**31, 1.5]:\n    try:\n        sys.setrecursionlimit(bad)\n"
+        "    except (ValueError, OverflowError, TypeError) as e:\n"
+        "        print(type(e).__name__, e)\n"
+        "sys.setrecursionlimit(50)\nx = []\nfor _ in range(100):\n    x = [x]\n"
+        "try:\n    repr(x)\nexcept RecursionError as e:\n    print(e)"
+    ),
+    (
+        "import sys\nsys.stdout.write('a')\nprint('b', file=sys.stdout, flush=True)\n"
+        "sys.stdout.writelines(['c', 'd\\n'])\nsys.stdout.flush()\n"
+        "print(str(type(sys.stdout)), sys.stdout.encoding, sys.stdout.isatty())\n"
+        "print(sys.stdout.write('xyz'))\n"
+        "try:\n    sys.stdout.write(b'x')\nexcept TypeError as e:\n    print(e)"
+    ),
+    (
+        "def init(self, v):\n    self.v = v\n"
+        "A = type('A', (), {'__init__': init, 'double': lambda self: self.v * 2, 'k': 1})\n"
+        "B = type('B', (A,), {'__doc__': 'b', '__repr__': lambda self: f'B({self.v})'})\n"
+        "t = type\nC = t(*('C', (ValueError,), {}))\n"
+        "print(A(2).double(), repr(B(3)), B.__doc__, B.__name__, A.__module__, A.k)\n"
+        "print(type(A) is type, isinstance(A, type), isinstance(A(1), type), type(type) is type)\n"
+        "print(issubclass(B, A), issubclass(C, Exception), str(type), type(1) is int)\n"
+        "for args, kwargs in [((), {}), (('A', ()), {}), ((1, (), {}), {}), (('A', [], {}), {}),\n"
+        "                     (('A', (), []), {}), ((1,), {'x': 1}), (('A', (), {}), {'x': 1})]:\n"
+        "    try:\n        type(*args, **kwargs)\n    except TypeError as e:\n        print(e)\n"
+        "try:\n    type(**1)\nexcept TypeError as e:\n    print(e)"
+    ),
+    (
+        "from contextvars import ContextVar, Token, Context, copy_context\n"
+        "v = ContextVar('v', default=1)\nt = v.set(2)\nctx = copy_context()\n"
+        "print(v.get(), t.var is v, t.old_value is Token.MISSING, len(ctx), ctx[v])\n"
+        "v.reset(t)\nprint(v.get(), ctx.run(v.get), ctx.run(v.set, 5).old_value, ctx[v])\n"
+        "print(len(Context()), [k.name for k in ctx])\n"
+        "try:\n    v.reset(t)\nexcept RuntimeError as e:\n    print(type(e).__name__)"
+    ),
+]
+
+
+@pytest.mark.parametrize("source", SCRIPTED, ids=["recursion", "limit", "stdout", "type", "cv"])
+def test_the_jail_prints_what_a_script_prints(jail, tmp_path, source):
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
+    assert want.returncode == 0 and want.stdout.count("\n") >= 3, want.stderr
+    assert lang.validate(source, language="python").valid
+    r = jail.run(source)
+    assert (r.status, r.output) == ("ok", want.stdout), r.errors
+
+
+def test_stderr_writes_into_the_programs_output(jail):
+    r = jail.run(
+        "import sys\nprint('a')\nprint('b', file=sys.stderr)\nsys.stderr.write('c\\n')\n"
+        "[sys.stderr.name, sys.stdout.name, sys.stderr is sys.stdout]"
+    )
+    assert (r.status, r.output, r.value) == ("ok", "a\nb\nc\n", ["<stderr>", "<stdout>", False])
+
+
+def test_a_recursion_limit_above_the_jails_is_lowered_to_it(jail):
+    from lackjail.worker.facades import MAX_RECURSION_LIMIT
+
+    r = jail.run(
+        "import sys\nsys.setrecursionlimit(10 ** 9)\n"
+        "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+        f"[sys.getrecursionlimit(), f({MAX_RECURSION_LIMIT - 100})]"
+    )
+    assert (r.status, r.value) == ("ok", [MAX_RECURSION_LIMIT, MAX_RECURSION_LIMIT - 100])
+    r = jail.run("import sys\nsys.setrecursionlimit(10 ** 9)\ndef f(n):\n    return f(n + 1)\nf(0)")
+    assert r.status == "error" and r.errors[0]["message"].startswith("RecursionError: maximum")
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        ("type('A', (), {'_' * 2 + 'getattr' + '_' * 2: len})", "'__getattr__'"),
+        ("type('A', (), {'_' * 2 + 'slots' + '_' * 2: ['_' * 2 + 'dict' + '_' * 2]})", "slots"),
+        ("import enum\ntype('E', (enum.Enum,), {'A': 1})", "metaclass"),
+        ("class D(dict):\n    pass\ntype('A', (), D())", "subclass"),
+    ],
+)
+def test_type_refuses_at_run_time_what_a_class_statement_cannot_make(jail, source, refused):
+    assert lang.validate(source, language="python").valid
+    r = jail.run(source)
+    assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors
+    assert refused in r.errors[0]["message"] and "jail" in r.errors[0]["message"]

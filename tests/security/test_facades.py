@@ -3,7 +3,10 @@ importer hands out nothing else, and the objects they reach, read without '__' n
 validated program reads them), lead to no module, frame, code, traceback, file object or
 builtins namespace."""
 
+import abc
 import builtins
+import copy
+import enum
 import io
 import os
 import sys
@@ -13,7 +16,8 @@ import types
 import pytest
 
 from lackjail.lang.facades import FACADES
-from lackjail.worker import facades
+from lackjail.lang.grammar import NAMESPACE_DUNDERS
+from lackjail.worker import facades, streams
 
 MODULE_ATTRIBUTES = {"__name__", "__doc__", "__package__", "__loader__", "__spec__"}
 
@@ -49,8 +53,10 @@ def test_the_importer_hands_out_facades_only(modules):
     for name in ("os", "builtins", "_strptime", "importlib"):
         assert facades.importer(name) is None  # loaded: a C caller reads sys.modules itself
     assert facades.importer("sys") is modules["sys"]
-    for leak in ("modules", "argv", "stdout", "path", "_getframe", "settrace", "exit"):
+    for leak in ("modules", "argv", "stdin", "__stdout__", "path", "_getframe", "settrace"):
         assert not hasattr(modules["sys"], leak), leak
+    assert not hasattr(modules["sys"], "exit") and not hasattr(modules["sys"], "displayhook")
+    assert modules["sys"].stdout is streams.STDOUT and modules["sys"].stderr is streams.STDERR
     with pytest.raises(ImportError):
         facades.importer("no_such_module_here")
     with pytest.raises(ImportError):
@@ -58,12 +64,137 @@ def test_the_importer_hands_out_facades_only(modules):
 
 
 def test_type_hands_out_no_metaclass():
-    assert facades.one_type(1) is int and facades.one_type("a") is str
-    for cls in (int, type, facades.ModuleType):
+    jail_type = facades.TYPE
+    assert jail_type(1) is int and jail_type("a") is str
+    for cls in (int, type, facades.ModuleType, jail_type):  # type(int) is type, as in CPython
+        assert jail_type(cls) is jail_type
+    for cls in (abc.ABC, enum.Enum):  # made by a metaclass: type() would hand it out
         with pytest.raises(TypeError, match="isinstance"):
-            facades.one_type(cls)
-    with pytest.raises(TypeError):
-        facades.one_type("A", (), {})  # noqa - one argument only
+            jail_type(cls)
+    assert isinstance(int, jail_type) and isinstance(jail_type, jail_type)
+    assert not isinstance(1, jail_type) and issubclass(abc.ABCMeta, jail_type)
+    assert repr(jail_type) == "<class 'type'>" and jail_type.__name__ == "type"
+    assert copy.deepcopy(jail_type) is jail_type and copy.copy([jail_type])[0] is jail_type
+    assert not hasattr(jail_type, "__dict__") and not hasattr(jail_type, "mro")
+
+
+def _init(self, v):
+    self.v = v
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("A", (), {"__getattr__": lambda s, n: n}),
+        ("A", (), {"__getattribute__": object.__getattribute__}),
+        ("A", (), {"__init_subclass__": classmethod(lambda c: None)}),
+        ("A", (), {"__set_name__": lambda *a: None}),
+        ("A", (), {"__class_getitem__": lambda *a: None}),
+        ("A", (), {"__del__": lambda s: None}),
+        ("A", (), {"__reduce_ex__": lambda s, p: None}),
+        ("A", (), {"__new__": lambda c: None}),
+        ("A", (), {"__get__": lambda *a: None}),
+        ("A", (), {"__module__": "os"}),
+        ("A", (), {"__classcell__": None}),
+        ("A", (), {"__private": 1}),
+        ("A", (), {1: 2}),
+        ("A", (), {"__slots__": ("__dict__",)}),
+        ("A", (), {"__slots__": "__weakref__"}),
+        ("A", (), {"__slots__": [1]}),
+        ("A", (type,), {}),  # a metaclass
+        ("A", (abc.ABC,), {}),  # a class made by a metaclass other than type
+        ("A", (enum.Enum,), {}),
+        ("A", (facades.TYPE,), {}),
+        ("A", (len,), {}),
+        ("A", (), type("D", (dict,), {})()),  # a subclass could show the checks other items
+        (type("S", (str,), {})("A"), (), {}),
+        ("A", type("T", (tuple,), {})(), {}),
+    ],
+)
+def test_type_refuses_what_a_class_statement_cannot_make(args):
+    with pytest.raises(TypeError) as info:
+        facades.TYPE(*args)
+    assert "jail" in str(info.value), info.value
+
+
+def test_type_makes_what_a_class_statement_makes():
+    jail_type = facades.TYPE
+    namespace = {"__init__": _init, "__doc__": "d", "__slots__": ["v"], "k": 1}
+    made = jail_type("M", (Exception,), namespace)
+    namespace["k"] = 2  # the class took a copy
+    assert made.__name__ == "M" and made.__doc__ == "d" and made.k == 1 and made(3).v == 3
+    assert made.__module__ == __name__ and made.__slots__ == ("v",)  # its caller's module
+    assert type(made) is type and issubclass(made, Exception)
+    assert set(NAMESPACE_DUNDERS) >= {"__init__", "__repr__", "__eq__", "__doc__"}
+    with pytest.raises(TypeError, match=r"^type\(\) takes 1 or 3 arguments$"):
+        jail_type("A", ())
+    with pytest.raises(TypeError, match=r"argument 2 must be tuple, not list"):
+        jail_type("A", [], {})  # CPython's own error where nothing is made
+    with pytest.raises(TypeError, match=r"^A.__init_subclass__\(\) takes no keyword arguments"):
+        jail_type("A", (), {}, x=1)
+
+    class Hooked:
+        def __init_subclass__(cls, **kwargs):
+            cls.got = kwargs
+
+    with pytest.raises(TypeError, match="jail"):  # no class hook receives keywords
+        jail_type("A", (Hooked,), {}, x=1)
+
+
+def test_the_streams_write_into_the_programs_output_and_hold_nothing():
+    written = []
+
+    class Out:
+        def write(self, text):
+            written.append(text)
+
+    streams.TARGET[0] = Out()
+    try:
+        print("a", 1, file=streams.STDOUT)
+        print("b", file=streams.STDERR, flush=True)
+        assert streams.STDOUT.write("c") == 1
+        streams.STDERR.writelines(["d", "e"])
+        with pytest.raises(TypeError, match=r"^write\(\) argument must be str, not bytes$"):
+            streams.STDOUT.write(b"x")
+    finally:
+        streams.TARGET[0] = None
+    assert "".join(written) == "a 1\nb\ncde"
+    assert str(type(streams.STDOUT)) == "<class '_io.TextIOWrapper'>"  # as a script's says
+    assert repr(streams.STDERR) == "<_io.TextIOWrapper name='<stderr>' mode='w' encoding='utf-8'>"
+    public = {name for name in dir(streams.STDOUT) if not name.startswith("_")}
+    assert public == {
+        *("closed encoding errors line_buffering mode name".split()),
+        *("flush isatty readable seekable writable write writelines".split()),
+    }
+    assert not hasattr(streams.STDOUT, "__dict__") and not hasattr(streams.STDOUT, "buffer")
+    with pytest.raises(AttributeError):
+        streams.STDOUT.encoding = "latin-1"
+    with pytest.raises(AttributeError):
+        streams.STDOUT.fileno = lambda: 1
+    with pytest.raises(TypeError, match="cannot pickle"):
+        copy.copy(streams.STDOUT)
+
+
+def test_the_recursion_limit_is_the_programs_own_and_bounded(modules):
+    jail_sys, real, below = modules["sys"], sys.getrecursionlimit(), facades.BELOW[0]
+    facades.BELOW[0] = 5  # the frames below the program's
+    try:
+        jail_sys.setrecursionlimit(500)
+        assert (jail_sys.getrecursionlimit(), sys.getrecursionlimit()) == (500, 505)
+        jail_sys.setrecursionlimit(10**9)  # lowered to what the jail sustains
+        assert jail_sys.getrecursionlimit() == facades.MAX_RECURSION_LIMIT
+        with pytest.raises(ValueError, match="greater or equal than 1"):
+            jail_sys.setrecursionlimit(0)
+        with pytest.raises(OverflowError, match="too large to convert to C int"):
+            jail_sys.setrecursionlimit(2**31)
+        with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+            jail_sys.setrecursionlimit(1.5)
+        with pytest.raises(RecursionError, match="cannot set the recursion limit to 3 at the"):
+            jail_sys.setrecursionlimit(3)
+        assert jail_sys.getrecursionlimit() == facades.MAX_RECURSION_LIMIT  # unchanged
+    finally:
+        sys.setrecursionlimit(real)
+        facades.BELOW[0] = below
 
 
 def test_wrapped_names_take_no_attribute_names(modules):
@@ -182,6 +313,12 @@ def _instances(m):
         m["urllib.parse"].urlparse("http://a/b?c=d"),
         m["collections.abc"].Mapping,
         m["numbers"].Number,
+        m["contextvars"].ContextVar("v", default=1),
+        m["contextvars"].ContextVar("w").set(1),
+        m["contextvars"].copy_context(),
+        m["contextvars"].Context(),
+        facades.TYPE,
+        facades.TYPE("T", (), {}),
     ]
 
 
