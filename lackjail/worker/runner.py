@@ -61,16 +61,28 @@ class Stop(BaseException):
 # events that stop a program after a verdict only once there is one.
 MONITOR = 4
 _EVENTS = sys.monitoring.events
+_WATCH = _EVENTS.RAISE
 _HOLD_EVENTS = _EVENTS.LINE | _EVENTS.JUMP | _EVENTS.PY_START | _EVENTS.PY_RESUME
 _MEMORY: list = [None]  # the memory verdict while a program runs (run_one), else None
 
 
-def _raised(code, offset, exc):
-    """A MemoryError while a program runs is the run's verdict, caught or not (the program
-    would go on near its limit, or loop catching it until its CPU time runs out)."""
-    if _MEMORY[0] is not None and isinstance(exc, MemoryError) and not _STOPS:
-        _STOPS.append(_MEMORY[0])
-        _hold()
+class _Raised:
+    """RAISE's callback: a MemoryError while a program runs is the run's verdict, caught or
+    not (the program would go on near its limit, or loop catching it until its CPU time ends).
+
+    An object, called through its __call__, not a function: where a runaway recursion ends,
+    the call of a callback fails too, and its RecursionError takes the place of the one being
+    raised (where it is raised, so the program's handlers see it as they would the other).
+    Called as an object it fails at the same check, with the same words, as the program's own
+    call did: a function would say "maximum recursion depth exceeded" where a call through C
+    says "... while calling a Python object"."""
+
+    __slots__ = ()
+
+    def __call__(self, code, offset, exc):
+        if _MEMORY[0] is not None and isinstance(exc, MemoryError) and not _STOPS:
+            _STOPS.append(_MEMORY[0])
+            _hold()
 
 
 def _again(code, *where):
@@ -84,13 +96,13 @@ def _again(code, *where):
 
 def _hold():
     if _MONITORING:
-        sys.monitoring.set_events(MONITOR, _EVENTS.RAISE | _HOLD_EVENTS)
+        sys.monitoring.set_events(MONITOR, _WATCH | _HOLD_EVENTS)
 
 
 def _release():
-    """The run is over: no more events than RAISE, and every place watched again."""
-    if _MONITORING and sys.monitoring.get_events(MONITOR) != _EVENTS.RAISE:
-        sys.monitoring.set_events(MONITOR, _EVENTS.RAISE)
+    """The run is over: back to RAISE events alone, every place watched again."""
+    if _MONITORING and sys.monitoring.get_events(MONITOR) != _WATCH:
+        sys.monitoring.set_events(MONITOR, _WATCH)
         sys.monitoring.restart_events()
 
 
@@ -101,10 +113,10 @@ def _monitor() -> bool:
         sys.monitoring.use_tool_id(MONITOR, "lackjail")
     except ValueError:
         return False
-    sys.monitoring.register_callback(MONITOR, _EVENTS.RAISE, _raised)
+    sys.monitoring.register_callback(MONITOR, _WATCH, _Raised())
     for event in (_EVENTS.LINE, _EVENTS.JUMP, _EVENTS.PY_START, _EVENTS.PY_RESUME):
         sys.monitoring.register_callback(MONITOR, event, _again)
-    sys.monitoring.set_events(MONITOR, _EVENTS.RAISE)
+    sys.monitoring.set_events(MONITOR, _WATCH)
     return True
 
 
