@@ -9,6 +9,7 @@ import ast
 import io
 import os
 import string
+import sys
 import time
 import tokenize
 
@@ -855,9 +856,15 @@ def _is_super_call(node) -> bool:
     )
 
 
+def _outside_stdlib(module) -> bool:
+    head = module.partition(".")[0]
+    return not head.startswith("_") and head not in sys.stdlib_module_names
+
+
 def assert_obeys_python(source):
     """The naive checker for the python level."""
     tree = ast.parse(accepted_text(source))
+    bound = _bound_anywhere(tree)
     modules = {}
     named = {  # `x.__class__` whose only use is its name: x.__class__.__name__
         id(node.value)
@@ -886,6 +893,9 @@ def assert_obeys_python(source):
                 assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
+            # a name nothing binds is NameError at run time, but one a facade exports must be
+            # imported to be read
+            assert node.id not in ("compile", "reduce", "sys") or node.id in bound, node.id
             if node.id.startswith("__") and node.id.endswith("__"):
                 assert node.id in ("__name__", "__all__", "__version__", "__author__") or (
                     isinstance(node.ctx, ast.Store)
@@ -913,15 +923,16 @@ def assert_obeys_python(source):
             assert node.name not in HOOKS
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                assert alias.name in FACADES and alias.name != "__future__", alias.name
-                modules[alias.asname or alias.name] = alias.name
+                if not _outside_stdlib(alias.name):  # which the jail never has: ImportError
+                    assert alias.name in FACADES and alias.name != "__future__", alias.name
+                    modules[alias.asname or alias.name] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0 and node.module in FACADES
             star = [alias.name for alias in node.names] == ["*"]
-            assert star or all(alias.name in FACADES[node.module] for alias in node.names)
             assert not star or node in tree.body, "import * inside a function"
-        elif isinstance(node, ast.ExceptHandler):
-            assert node.type is not None, "a bare except catches the stop verdicts"
+            if node.level == 0 and not _outside_stdlib(node.module):
+                assert node.module in FACADES
+                assert star or all(alias.name in FACADES[node.module] for alias in node.names)
+        # a bare except is allowed: the runner raises a stop verdict again at the next line
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:  # a keyword pattern reads that attribute
                 assert not (attr.startswith("__") and attr.endswith("__")), attr
@@ -1012,12 +1023,14 @@ FROM_IMPORTS = mostly(
         "from functools import wraps, reduce",
         "from typing import Optional",
         "from json import *",
+        "from . import x",
+        "from numpy import array",
+        "import numpy as np",
     ],
     [
         "from json import codecs",
         "from typing import get_type_hints",
         "from operator import attrgetter",
-        "from . import x",
         "from os import path",
         "from string import Formatter",
     ],

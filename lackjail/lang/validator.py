@@ -19,6 +19,7 @@ from .grammar import (
     DEFAULT_LANGUAGE,
     DEFINABLE_DUNDERS,
     FORBIDDEN_CONSTRUCTS,
+    FORBIDDEN_INSTEAD,
     FORBIDDEN_NAMES,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
@@ -596,9 +597,9 @@ class _Walker:
     def check_name(self, ident, line, col, what="name") -> bool:
         """A name or parameter: no forbidden name, no leading '__' (False, and an error)."""
         if ident in self.forbidden_names:
-            self.error(
-                "forbidden-name", f"{ident!r} is a forbidden name in {self.names.level}", line, col
-            )
+            message = f"{ident!r} is a forbidden name in {self.names.level}"
+            instead = (FORBIDDEN_INSTEAD.get(ident) or INSTEAD.get(ident)) if self.python else None
+            self.error("forbidden-name", f"{message}: {instead}" if instead else message, line, col)
         elif ident[:2] == "__" and (not self.python or ident[-2:] == "__"):
             self.error(
                 "dunder-name",
@@ -1605,6 +1606,14 @@ class _Walker:
                 col,
             )
 
+    def bind_alias(self, alias, name, what):
+        """Bind NAME, what ALIAS (`a`, `a.b`, `a as b`) binds, where it is spelt: at the
+        alias's start, or (`as b`) at its end (the identifier checks read the source there)."""
+        line, col = alias.lineno, alias.col_offset
+        if alias.asname is not None and alias.end_lineno is not None:
+            line, col = alias.end_lineno, alias.end_col_offset - len(name)
+        self.bind_identifier(name, line, col, what)
+
     def v_import(self, node, depth):
         for alias in node.names:
             self.enter(alias, depth)
@@ -1621,7 +1630,7 @@ class _Walker:
                 if known is False:
                     continue
                 name = alias.asname or alias.name.partition(".")[0]
-                self.bind_identifier(name, alias.lineno, alias.col_offset, "module name")
+                self.bind_alias(alias, name, "module name")
                 if known:
                     self.modules[name] = alias.name
 
@@ -1648,9 +1657,7 @@ class _Walker:
         for alias in node.names:
             self.enter(alias, depth)
             if allowed is None:
-                self.bind_identifier(
-                    alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
-                )
+                self.bind_alias(alias, alias.asname or alias.name, "imported name")
             elif alias.name not in allowed:
                 self.error(
                     "import-name",
@@ -1662,9 +1669,7 @@ class _Walker:
                     alias.col_offset,
                 )
             elif module != "__future__":
-                self.bind_identifier(
-                    alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
-                )
+                self.bind_alias(alias, alias.asname or alias.name, "imported name")
 
     def v_yield(self, node, depth):  # Yield, YieldFrom
         if not self.current.yields or self.comprehending:

@@ -245,3 +245,34 @@ def test_the_importer_answers_as_cpython_where_a_module_is_not_installed():
         facades.importer("", {}, {}, ("x",), 1)
     with pytest.raises(ImportError, match=message):
         facades.importer("json", {}, {}, ("loads",), 2)
+
+
+def test_every_forbidden_name_says_what_to_write_instead_at_the_python_level():
+    for name in sorted(LEVELS["python"].forbidden_names):
+        if name[:2] == "__":
+            continue  # nothing replaces a dunder hook
+        (error,) = validate(f"x = {name}", language="python").errors
+        head = f"{name!r} is a forbidden name in the python level: "
+        assert error.message.startswith(head) and len(error.message) > len(head) + 8, error
+    # the levels below keep their words
+    (error,) = validate("x = eval", language="extended").errors
+    assert error.message == "'eval' is a forbidden name in the extended level"
+
+
+def test_an_imported_name_is_spelt_in_ascii_where_it_stands():
+    for source in (
+        "import json as x",
+        "import numpy as np",
+        "from json import loads as l",
+        "from json import (loads as\n  l)",
+        "from numpy import array as a, zeros",
+    ):
+        assert validate(source + "\n# é", language="python").valid, source
+    for source in (
+        "import json as ｊ",
+        "from json import loads as ｌ",
+        "import ｊson",
+        "import numpy as ｎp",
+    ):
+        (error,) = validate(source, language="python").errors
+        assert error.rule == "non-ascii-identifier", source
