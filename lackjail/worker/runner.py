@@ -635,10 +635,14 @@ data = json.loads(json.dumps({"a": [1, 2]}))
 def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
     path touches are copied now, off the critical path, not during the first run. Each
-    time it takes the whole path: as a one-run child's, whose verdicts are not kept."""
+    time it takes the whole path: from the run frame's bytes, as the channel decodes them
+    (a child's first receive otherwise copied ~11 pages while its run waited), and as a
+    one-run child's, whose verdicts are not kept."""
     main = sys.modules.get("__main__")
     once = {**limits, "runs_per_child": 1}
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), once)
+    received = protocol.FrameBuffer()  # the run frame as the channel takes it in
+    received.feed(protocol.encode(protocol.make_run("warm", program, {}, [], {}, language)))
+    run_one(_Sink, next(received.frames(("run",))), once)
     if main is not None:
         sys.modules["__main__"] = main  # a python-level run made its own
 
