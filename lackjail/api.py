@@ -386,7 +386,7 @@ class Jail:
         """Run a validated PROGRAM on a pooled jail, or on SESSION's own."""
         source = lang.decode_source(program)  # exactly the text the validator checked
         tools = None
-        if self.kit is not None:
+        if self.kit is not None and self.kit.specs:  # a kit without tools has nothing to call
             tools = self.kit.session(
                 self.policy,
                 self._root,
@@ -420,13 +420,14 @@ class Jail:
                 outcome.errors,
                 isolation=self.isolation,
                 mode="session" if session is not None else self.pool.mode,
+                stats=stats(0.0, outcome.cpu_ms, outcome.max_rss_kb),
             )
             if tools is not None:
                 _settle(tools, result, dry_run)
+                result.stats["tool_calls"] = len(result.trace)
         finally:
             if tools is not None:
                 tools.close()
-        result.stats = stats(0.0, outcome.cpu_ms, outcome.max_rss_kb, len(result.trace))
         return result
 
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):

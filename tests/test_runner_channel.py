@@ -1,5 +1,6 @@
 """The child's end of its run channel (`runner.Channel`): whole frames however the bytes
-arrive, end of file and bad frames reported, never a frame mixed up with the next."""
+arrive, end of file and bad frames reported, never a frame mixed up with the next; and the
+output it sends (`runner.Output`) is never lost on the way."""
 
 import os
 import threading
@@ -7,6 +8,7 @@ import threading
 import pytest
 
 from lackjail import protocol
+from lackjail.worker import runner
 from lackjail.worker.runner import Channel
 
 
@@ -84,3 +86,29 @@ def test_bad_frames_are_protocol_errors(channel, data, text):
     os.write(w, data + b"\0" * 8)
     with pytest.raises(protocol.ProtocolError, match=text):
         chan.recv(("run",))
+
+
+class _DeepChannel:
+    """A channel whose first sends fail as they would deep in a program's recursion."""
+
+    def __init__(self, failures):
+        self.failures, self.sent = failures, []
+
+    def send(self, msg):
+        if self.failures:
+            self.failures -= 1
+            raise RecursionError("maximum recursion depth exceeded")
+        self.sent.append(msg["text"])
+
+
+def test_output_that_could_not_be_sent_goes_with_the_next_batch():
+    channel = _DeepChannel(failures=3)
+    out = runner.Output(channel, 1000)
+    assert out.write("a\n") == 2  # due at once (nothing was sent yet): its send fails
+    assert out.write("b\n") == 2 and channel.sent == []  # still due: fails again
+    with pytest.raises(RecursionError):  # a tool call's flush: the program's own depth
+        out.flush()
+    out.flush()
+    assert channel.sent == ["a\nb\n"] and out.parts == [] and out.pending == 0
+    with pytest.raises(TypeError, match=r"^write\(\) argument must be str, not int$"):
+        out.write(1)

@@ -17,11 +17,23 @@ from lackjail.bench.figures import Figures, merge
 from lackjail.bench.floor import exec_baseline, handoff_us, validate_figures
 from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures, workers_figures
 from lackjail.bench.lean import lean_figures
+from lackjail.bench.levels import level_figures
 from lackjail.bench.startup import startup_figures
 from lackjail.bench.tools import tool_call_figures
 
 # in the order they run
-SECTIONS = ("floor", "lean", "fresh", "reuse", "landlock", "tools", "anchors", "batch", "cli")
+SECTIONS = (
+    "floor",
+    "lean",
+    "fresh",
+    "levels",
+    "reuse",
+    "landlock",
+    "tools",
+    "anchors",
+    "batch",
+    "cli",
+)
 
 
 def measure(n=500, isolation=None, sections=None, on_section=None, workers=()) -> Figures:
@@ -37,6 +49,10 @@ def measure(n=500, isolation=None, sections=None, on_section=None, workers=()) -
             lambda: lean_figures(n),
         ),
         "fresh": ("fresh runs, Jail(workers=2)", lambda: fresh_figures(n, isolation)),
+        "levels": (
+            "fresh runs by language level: python beside extended, alternated",
+            lambda: level_figures(n, isolation),
+        ),
         "reuse": ("reuse runs, Jail(workers=2, mode='reuse')", lambda: reuse_figures(n, isolation)),
         "landlock": (
             "fresh and reuse runs at the landlock level (no namespaces)",

@@ -54,6 +54,14 @@ LANDLOCK_FRESH = "landlock: fresh p50, back to back (us)"
 LANDLOCK_TPUT_FRESH = "landlock: fresh throughput, 2 workers (runs/s)"
 LANDLOCK_REUSE = "landlock: reuse p50 (us)"
 LANDLOCK_TPUT_REUSE = "landlock: reuse throughput, 2 workers (runs/s)"
+# fresh runs by language level (levels.py): each level's figure, then python's over extended's
+LEVEL_FRESH = "{level} level: fresh p50, back to back (us)"
+LEVEL_SPARE = "{level} level: fresh p50, spares ready (us)"
+LEVEL_CPU = "{level} level: CPU per fresh run, {part} (us)"
+LEVEL_RSS = "{level} level: zygote RSS (MB)"
+LEVEL_FAULTS_READY = "{level} level: child page faults when ready (minflt per spare)"
+LEVEL_FAULTS = "{level} level: child page faults, whole life (minflt per child)"
+LEVEL_RATIO = "python / extended: {} (x)"
 
 
 def pct(samples, p):

@@ -20,6 +20,8 @@ from lackjail.bench.figures import (
     LEAN_REUSE_RPS,
     LEAN_REUSE_US,
     LEAN_WARM_CHILD,
+    LEVEL_CPU,
+    LEVEL_FRESH,
     MAP,
     MAP_LOAD,
     MONTY,
@@ -176,6 +178,19 @@ def goals(f: Figures) -> list[Goal]:
                 why=anchor_why(floor) or anchor_why(mine),
             )
             for label, mine, floor, factor, at_least in FLOORS
+        ),
+        *(
+            Goal(
+                f"{what} at the python level vs extended",
+                f.get(template.format(level="python")),
+                "us",
+                "<= 1.0x extended",
+                scaled(template.format(level="extended"), 1.0),
+            )
+            for what, template in (
+                ("fresh p50 back to back", LEVEL_FRESH),
+                ("CPU per fresh run", LEVEL_CPU.replace("{part}", "all processes")),
+            )
         ),
         Goal("cold start to first result", f.get(COLD), "ms", "<= 40 ms", 40.0),
         Goal("confined resolution per host file access", f.get(BENEATH), "us", "< 15 us", 15.0),

@@ -113,14 +113,19 @@ def cli(ctx, quiet, verbose, debug):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point and the one place that turns outcomes into exit codes.
+    """Run the command ARGV (default: the process's arguments) and exit with its code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    leave_process(command(args), fast=argv is None)
+
+
+def command(args: list[str]) -> int:
+    """Run the command ARGS; its exit code. The one place that turns outcomes into exit codes.
 
     A command ends with `leave(code)` (click's Exit); a bad argument is a click
     exception, and so is a `LackjailError` once its command lets it go (`Failure`, with
     the error's own exit code): one line, or one JSON object after --json; Ctrl-C exits
     130; anything else is an internal error (exit 1, one line unless --debug).
     """
-    args = sys.argv[1:] if argv is None else list(argv)
     try:
         code = cli.main(args, standalone_mode=False, prog_name="lackjail")
     except click.exceptions.Abort as exc:
@@ -148,8 +153,13 @@ def main(argv: list[str] | None = None) -> None:
             f"lackjail: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True
         )
         code = EXIT_FAILED
-    code = code if isinstance(code, int) else 0
-    if argv is None and threading.active_count() == 1:
+    return code if isinstance(code, int) else 0
+
+
+def leave_process(code: int, fast: bool) -> NoReturn:
+    """Exit with CODE; when FAST (the console command), without the interpreter's teardown
+    once nothing is left to finish."""
+    if fast and threading.active_count() == 1:
         _exit_now(code)
     sys.exit(code)
 

@@ -73,6 +73,8 @@ def bench(runs, load, isolation, sections, sweep, as_json, markdown):
         width = max([56, *map(len, part)])
         for key, value in part.items():
             shown = part.unavailable[key] if value is None else _shown(value)
+            if value is not None and key.endswith("(x)"):  # a ratio: two decimals
+                shown = f"{value:.2f}"
             click.echo(f"  {key:<{width}} {shown:>14}")
 
     if not quiet:

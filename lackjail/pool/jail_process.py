@@ -23,12 +23,11 @@ import select
 import signal
 import socket
 import stat
-import subprocess
-import tempfile
 import time
 
 from lackjail import protocol
 from lackjail.errors import HostError
+from lackjail.pool.spawn import Spawned, kill_and_reap, spawn
 
 CTRL_FRAMES = ("spawned", "done", "pong", "limited")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
@@ -56,6 +55,7 @@ class Child:
         "done",
         "cpu_ms",
         "memory_mb",
+        "poller",
     )
 
     def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int):
@@ -67,6 +67,8 @@ class Child:
         self.done: dict | None = None  # the zygote's report once the child ended
         self.cpu_ms = 0.0  # CPU time of the runs it reported (reuse mode)
         self.memory_mb = 0  # its address-space limit when a run lowered it (0: the jail's)
+        # what a run on it polls (`run.Run`), made by its first run
+        self.poller: select.poll | None = None
 
     def pump(self, expect) -> bool | None:
         """Read what the channel holds into frames: True when something came,
@@ -102,7 +104,9 @@ class JailProcess:
     """A started jail. Not thread-safe: one owner at a time (the supervisor
     while it is idle, a Run while it is lent)."""
 
-    def __init__(self, launcher, ident: int, max_frame: int):
+    def __init__(self, launcher, ident: int, max_frame: int, spawned: Spawned | None = None):
+        """Start LAUNCHER's zygote, or take SPAWNED, the process it would start, started
+        already (a command's early jail: `pool.early`)."""
         self.ident = ident
         self.max_frame = max_frame
         self.children: dict[int, Child] = {}  # gen -> child whose channel we hold
@@ -111,30 +115,14 @@ class JailProcess:
         self.ping_token: int | None = None
         self.memory_mb = 0  # its children's address-space limit (0: not known, never lowered)
         self.ping_deadline = 0.0
-        self._log = tempfile.TemporaryFile()
         self._fds: list[int] = []
         self._buf = protocol.FrameBuffer()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            # subprocess, not os.posix_spawn: both vfork, but only subprocess lets go of the
-            # GIL until the exec, so a start under load does not stall every other thread
-            # (the first run's caller among them) for the ~0.2-12 ms it takes (gh-104372)
-            self._proc = subprocess.Popen(
-                launcher.argv,
-                stdin=theirs.fileno(),
-                stdout=theirs.fileno(),
-                stderr=self._log.fileno(),
-                env=launcher.env,
-                start_new_session=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            ours.close()
-            self._log.close()
-            raise
-        finally:
-            theirs.close()
+        self._watched: list[int] = []  # the descriptors _watch_poll polls (see _watcher)
+        self._watch_poll = select.poll()
+        spawned = spawned or spawn(launcher.argv, launcher.env, launcher.pass_fds)
+        self._proc, self._log = spawned.proc, spawned.log
         self.pid = self._proc.pid
-        self.ctrl = ours
+        self.ctrl = spawned.ctrl
         self.ctrl.setblocking(False)
         self.pidfd = os.pidfd_open(self.pid)
         self.alive = True  # until its pidfd says it ended or its control socket closes
@@ -202,8 +190,6 @@ class JailProcess:
         if gen in self.children or not (_pipe_end(run_in, os.O_WRONLY) and _pipe_end(run_out, 0)):
             child.close()
             raise protocol.ProtocolError("a 'spawned' frame came with a bad run channel")
-        os.set_blocking(run_in, False)
-        os.set_blocking(run_out, False)
         self.children[gen] = child
 
     def limit_memory(self, child: Child, memory_mb: int, deadline: float) -> bool:
@@ -296,10 +282,7 @@ class JailProcess:
         (`alive` then says so) or had no child ready in time."""
         timeout_ms = 0.0
         while True:
-            poller = select.poll()
-            for fd in self.watch_fds():
-                poller.register(fd, select.POLLIN)
-            self.pump({fd for fd, _ in poller.poll(timeout_ms)})
+            self.pump({fd for fd, _ in self._watcher().poll(timeout_ms)})
             if not self.alive:
                 raise JailDied("the jail exited")
             child = self.take_ready()
@@ -308,6 +291,16 @@ class JailProcess:
             timeout_ms = (deadline - time.monotonic()) * 1000
             if timeout_ms <= 0:
                 raise JailDied("the jail had no child ready in time")
+
+    def _watcher(self):
+        """A poll object over `watch_fds`, made again only when they change (a reused child
+        between runs, or a ready spare: the same three every run)."""
+        fds = self.watch_fds()
+        if fds != self._watched:
+            self._watched, self._watch_poll = fds, select.poll()
+            for fd in fds:
+                self._watch_poll.register(fd, select.POLLIN)
+        return self._watch_poll
 
     def answers_ping(self, deadline: float) -> bool:
         """Ping the zygote and wait for its answer until DEADLINE."""
@@ -324,11 +317,11 @@ class JailProcess:
     # -- the process ------------------------------------------------------
 
     def kill(self) -> None:
-        """End the jail at once, reap it and close everything; safe to call twice."""
+        """End the jail at once, reap it (every process of it ended: `kill_and_reap`) and close
+        everything; safe to call twice."""
         self.alive = False
         if not self._reaped:
-            self.signal_kill()
-            self._proc.wait()  # the Popen reaps, so it never reaps behind our back
+            kill_and_reap(self._proc)  # the Popen reaps, so it never reaps behind our back
             self._reaped = True
         self.close()
 
@@ -340,16 +333,6 @@ class JailProcess:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-    def stop(self, grace: float = 0.5) -> None:
-        """Ask the zygote to exit, give it GRACE seconds, then make sure."""
-        if self.alive:
-            try:
-                self.send_ctrl(protocol.make_stop())
-                wait_fd(self.pidfd, select.POLLIN, time.monotonic() + grace)
-            except JailDied:
-                pass
-        self.kill()
 
     def close(self) -> None:
         for child in list(self.children.values()):
@@ -378,10 +361,17 @@ class JailProcess:
 
 
 def _pipe_end(fd: int, mode: int) -> bool:
-    """Is FD a pipe opened for MODE (os.O_WRONLY, or 0 for reading)?"""
+    """Is FD a pipe opened for MODE (os.O_WRONLY, or 0 for reading)? If so, it is made
+    non-blocking (the zygote sends it so: then no more system calls are made)."""
     try:
-        is_fifo = stat.S_ISFIFO(os.fstat(fd).st_mode)
-        return is_fifo and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == mode
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if flags & os.O_ACCMODE != mode:
+            return False
+        if not flags & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        return True
     except OSError:
         return False
 

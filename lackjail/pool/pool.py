@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from lackjail import protocol
 from lackjail.errors import ArgumentError, HostError
 from lackjail.policy import MAX_WORKERS, Limits, Policy
+from lackjail.pool import early, isolation
 from lackjail.pool import image as images
-from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
 from lackjail.pool.session import SESSION_RUNS, SessionJail, SessionJails
@@ -192,7 +192,10 @@ class Pool:
         raise PoolError(f"no jail could start: {why}")
 
     def _start_now(self) -> JailProcess:
-        jail = JailProcess(self.launcher, next(self._ids), self.max_frame)
+        """The first jail, started (or the command's early jail, when it is exactly the one
+        the launcher would start: `early.take`) and waited for."""
+        spawned = early.take(self.launcher)
+        jail = JailProcess(self.launcher, next(self._ids), self.max_frame, spawned)
         jail.memory_mb = self.limits.memory_mb
         try:
             jail.wait_ready_child(time.monotonic() + self.policy.pool.start_timeout_s)
@@ -253,13 +256,14 @@ class Pool:
         self._shut_down()
 
     def _shut_down(self) -> None:
-        """Stop the idle jails, kill the starting ones (nothing runs there, and a zygote reads
-        its control socket only once it has started: closing right after the first run waited
-        for the second jail's start, ~50 ms) and the lent ones (their runs end as `killed` and
-        give them back), reap each one given back; then the pool holds nothing."""
+        """Kill the idle and starting jails (nothing runs there; asking a zygote to stop waits
+        for it to read its control socket, which a starting one does only once it has started:
+        closing right after the first run waited for the second jail's start, ~50 ms, and a
+        busy one for its next read) and the lent ones (their runs end as `killed` and give them
+        back), reap each one given back; then the pool holds nothing, and no process of any of
+        its jails is left (`JailProcess.kill`)."""
         with self._cond:
-            starting = self._in("starting")
-            idle = self._in("idle") + starting
+            idle = self._in("idle") + self._in("starting")
             for jail in idle:
                 self._move(jail, "closing")
             lent = self._in("lent") + self._in("pinged")
@@ -267,10 +271,7 @@ class Pool:
             jail.signal_kill()
         self._lent_killed.set()
         for jail in idle:
-            if jail in starting:
-                jail.kill()
-            else:
-                jail.stop()
+            jail.kill()
         with self._cond:
             for jail in idle:
                 self._move(jail, None)

@@ -1,6 +1,7 @@
 """The seccomp filter every child installs before a program runs, compiled on the host.
 
-pyseccomp (libseccomp) compiles the rules below to BPF here, once per process;
+pyseccomp (libseccomp) compiles the rules below to BPF here, once per process (a one-shot
+command takes the bytes the previous one compiled from the same rules: `early`);
 the zygote receives only the bytes, in the configuration it already gets, and
 each child loads them with one prctl (lackjail/worker/confine.py). So the jail
 holds no pyseccomp, libseccomp, typing or weakref: a smaller zygote, whose
@@ -12,6 +13,9 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import sys
+
+from lackjail.pool import early
 
 # What a running program legitimately needs: I/O on its own two descriptors,
 # memory, signals, clocks (and the run's CPU timer) and exit.
@@ -133,7 +137,25 @@ BINARY_TREE = 2
 @functools.cache
 def child_filter(layout: int = BINARY_TREE) -> bytes:
     """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest.
-    LAYOUT is libseccomp's CTL_OPTIMIZE (1: the plain layout, which tests compare)."""
+    LAYOUT is libseccomp's CTL_OPTIMIZE (1: the plain layout, which tests compare). A
+    one-shot command takes the one the previous command compiled from the same rules for the
+    same machine (`early.remembered_filter`)."""
+    key = filter_key(layout)
+    bpf = early.remembered_filter(key)
+    if bpf is None:
+        bpf = _compile(layout)
+        early.remember_filter(key, bpf)
+    return bpf
+
+
+def filter_key(layout: int) -> str:
+    """Everything the filter's bytes follow from: the rules, the default action, the layout,
+    and the machine (its system call numbers)."""
+    machine = f"{os.uname().machine} {sys.byteorder}"
+    return repr((ALLOWED, KILLED, errno.EPERM, layout, machine))
+
+
+def _compile(layout: int) -> bytes:
     seccomp = _pyseccomp()
     flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
     flt.set_attr(seccomp.Attr.CTL_OPTIMIZE, layout)

@@ -25,6 +25,7 @@ from lackjail.lang.grammar import NAMESPACE_DUNDERS, attribute_refused
 from lackjail.worker import streams
 
 ModuleType = type(sys)  # types.ModuleType: types.py costs every start
+GenericAlias = type(list[int])  # types.GenericAlias, likewise
 MODULES: dict = {}  # module name -> its facade, once load() ran
 OUTPUT: list = [None]  # the running program's print, for pprint (set by the runner)
 # The frames below a program's module frame (the runner's own), set by the runner: the
@@ -72,7 +73,8 @@ class _Type:
     but the dunders a class body may define (NAMESPACE_DUNDERS: no __getattr__,
     __getattribute__, __init_subclass__, __set_name__, __class_getitem__, __del__,
     __reduce__ ...), slot names without '__', and no keyword a class's hook would receive.
-    `isinstance(x, type)` and `issubclass(c, type)` answer as CPython's do.
+    `isinstance(x, type)` and `issubclass(c, type)` answer as CPython's do, and `type[X]`
+    and `type | None` stand in annotations.
     """
 
     __slots__ = ()
@@ -92,6 +94,17 @@ class _Type:
         caller = sys._getframe(1).f_globals.get("__name__")
         return _new_class(*args, caller, **kwargs)
 
+    def __getitem__(self, item):
+        """`type[Base]` (an annotation): an alias of this type, as CPython's is of its own."""
+        return GenericAlias(self, item)
+
+    def __or__(self, other):
+        """`type | None` (an annotation): a typing.Union of this type, never of CPython's."""
+        return sys.modules["typing"].Union[self, other]
+
+    def __ror__(self, other):
+        return sys.modules["typing"].Union[other, self]
+
     def __instancecheck__(self, obj):
         return obj is self or isinstance(obj, builtins.type)
 
@@ -105,6 +118,7 @@ class _Type:
         return "TYPE"  # copy and deepcopy give this object itself, as they give a class
 
 
+_Type.__name__ = _Type.__qualname__ = "type"  # what errors name: "'type' object is not ..."
 TYPE = _Type()
 
 
@@ -255,7 +269,9 @@ def _wrappers(modules):
                 f"cannot set the recursion limit to {limit} at the recursion depth {depth}: "
                 "the limit is too low"
             )
-        sys.setrecursionlimit(limit + BELOW[0])
+        # this function's own frame counts where CPython's has none: the tightest limit
+        # (one above the caller's depth) leaves the program one frame more than it asked
+        sys.setrecursionlimit(limit + BELOW[0] + (limit == depth + 1))
 
     def getrecursionlimit():
         return sys.getrecursionlimit() - BELOW[0]
@@ -322,14 +338,37 @@ def _warm(modules):
     modules["zlib"].decompress(modules["zlib"].compress(b"x"))
 
 
+def _import_all() -> dict:
+    """The table's modules, imported. Two at-fork handlers they register are held back:
+    random's reseed and threading's reset of the threads a fork leaves behind. Every child
+    would run both cold (~150 us of CPU and ~45 page faults each, measured), and neither has
+    work there: a child reseeds random itself (`reseed`, before its filter goes on), and the
+    zygote never starts a thread, so its one thread is the child's and nothing is left
+    behind. Any other handler is registered as it asked."""
+    held = []
+    register = os.register_at_fork
+    os.register_at_fork = lambda **hooks: held.append(hooks)
+    try:
+        for name in FACADES:
+            __import__(name)
+    finally:
+        os.register_at_fork = register
+    known = []
+    if "random" in sys.modules:
+        known.append(sys.modules["random"]._inst.seed)
+    if "threading" in sys.modules:
+        known.append(sys.modules["threading"]._after_fork)
+    for hooks in held:
+        if list(hooks) != ["after_in_child"] or hooks["after_in_child"] not in known:
+            register(**hooks)
+    return {name: sys.modules[name] for name in FACADES}
+
+
 def load() -> dict:
     """Import the table's modules and build their facades (in the zygote, once)."""
     if MODULES:
         return MODULES
-    modules = {}
-    for name in FACADES:
-        __import__(name)
-        modules[name] = sys.modules[name]
+    modules = _import_all()
     wrapped = _wrappers(modules)
     facades = {}
     for name, names in FACADES.items():

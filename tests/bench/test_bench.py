@@ -336,3 +336,54 @@ def test_a_bad_workers_list_names_the_option(value):
     result = CliRunner().invoke(command, ["--workers", value])
     assert result.exit_code == 2 and "--workers" in result.output
     assert "comma-separated list of worker counts" in result.output
+
+
+def test_bench_sets_a_fresh_run_at_the_python_level_beside_extended(require_nsjail):
+    """Both levels measured in the same run, each figure as python's over extended's."""
+    proc = run_bench("--only", "levels", "-n", "6", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    figures, unavailable = out["figures"], out["unavailable"]
+    templates = [
+        bench.LEVEL_FRESH,
+        bench.LEVEL_SPARE,
+        bench.LEVEL_CPU.replace("{part}", "children"),
+        bench.LEVEL_CPU.replace("{part}", "all processes"),
+        bench.LEVEL_RSS,
+        bench.LEVEL_FAULTS_READY,
+        bench.LEVEL_FAULTS,
+    ]
+    for template in templates:
+        mine, base = (figures[template.format(level=lvl)] for lvl in ("python", "extended"))
+        what = template.format(level="").removeprefix(" level: ").rpartition(" (")[0]
+        ratio = bench.LEVEL_RATIO.format(what)
+        if mine is None or not base:  # CPU counted in clock ticks may be 0 over a few runs
+            assert unavailable[ratio], ratio
+        else:
+            assert mine >= 0, template
+            assert figures[ratio] == pytest.approx(mine / base), ratio
+    for template in (bench.LEVEL_FRESH, bench.LEVEL_SPARE, bench.LEVEL_FAULTS_READY):
+        assert figures[template.format(level="python")] > 0, template
+    # the python level's zygote holds its modules' facades: a bigger heap, measured
+    assert (
+        figures[bench.LEVEL_RSS.format(level="python")]
+        > figures[bench.LEVEL_RSS.format(level="extended")]
+    )
+
+
+def test_the_python_levels_fresh_run_is_judged_against_extendeds():
+    figures = bench.Figures()
+    cpu = bench.LEVEL_CPU.replace("{part}", "all processes")
+    figures.update(
+        {
+            bench.LEVEL_FRESH.format(level="python"): 1200.0,
+            bench.LEVEL_FRESH.format(level="extended"): 1000.0,
+            cpu.format(level="python"): 2000.0,
+            cpu.format(level="extended"): 2500.0,
+        }
+    )
+    judged = {g.figure: g for g in goals(figures)}
+    fresh = judged["fresh p50 back to back at the python level vs extended"]
+    assert fresh.ratio == pytest.approx(1.2) and fresh.met is False
+    spent = judged["CPU per fresh run at the python level vs extended"]
+    assert spent.ratio == pytest.approx(0.8) and spent.met is True

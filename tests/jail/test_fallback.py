@@ -6,6 +6,7 @@ import pytest
 
 from lackjail.api import Jail
 from lackjail.pool import IsolationError, isolation
+from lackjail.worker import landlock
 
 
 def test_seccomp_level_runs_and_says_so():
@@ -39,7 +40,7 @@ def test_the_default_policy_falls_back_to_landlock_and_says_so(host_without_nsja
 @pytest.fixture
 def host_without_landlock(monkeypatch):
     """A kernel without Landlock (its ABI query fails)."""
-    monkeypatch.setattr(isolation.landlock, "abi_version", lambda: 0)
+    monkeypatch.setattr(landlock, "abi_version", lambda: 0)
 
 
 def test_a_policy_accepting_landlock_refuses_where_neither_level_runs(

@@ -54,22 +54,23 @@ def test_a_missing_image_is_a_clear_error():
 def test_a_process_renders_the_nsjail_configuration_once_per_set_of_arguments(
     require_nsjail, monkeypatch
 ):
-    """Each Jail gets a file of its own (removed at close), written from a text rendered
-    once per process for the same arguments."""
+    """Each Jail gets a file in memory of its own (closed at close), written from a text
+    rendered once per process for the same arguments."""
     rendered = []
     render = images.render
     monkeypatch.setattr(images, "render", lambda cfg: rendered.append(cfg) or render(cfg))
     isolation._nsjail_config_text.cache_clear()
     launchers = [isolation.nsjail_launcher(args) for args in ("{'a': 1}", "{'a': 1}", "{'a': 2}")]
     try:
-        texts = [Path(launcher.config_path).read_text() for launcher in launchers]
-        assert len({launcher.config_path for launcher in launchers}) == 3
+        texts = [Path(f"/proc/self/fd/{launcher.config_fd}").read_text() for launcher in launchers]
+        assert [launcher.config_text for launcher in launchers] == texts
+        assert len({launcher.config_fd for launcher in launchers}) == 3
         assert texts[0] == texts[1] != texts[2] and "{'a': 2}" in texts[2]
         assert len(rendered) == 2
     finally:
         for launcher in launchers:
             launcher.close()
-    assert not any(Path(launcher.config_path).exists() for launcher in launchers)
+    assert [launcher.pass_fds for launcher in launchers] == [(), (), ()]
 
 
 def _unused_id(db) -> int:

@@ -334,7 +334,11 @@ SCRIPTED = [
         "for args, kwargs in [((), {}), (('A', ()), {}), ((1, (), {}), {}), (('A', [], {}), {}),\n"
         "                     (('A', (), []), {}), ((1,), {'x': 1}), (('A', (), {}), {'x': 1})]:\n"
         "    try:\n        type(*args, **kwargs)\n    except TypeError as e:\n        print(e)\n"
-        "try:\n    type(**1)\nexcept TypeError as e:\n    print(e)"
+        "try:\n    type(**1)\nexcept TypeError as e:\n    print(e)\n"
+        "registry: dict[str, type[A]] = {}\n"
+        "def register(cls: type[A] | None = None, base: type | None = None) -> type:\n"
+        "    registry[cls.__name__] = cls\n    return cls\n"
+        "print(register(B).__name__, list(registry), repr(type[A]).startswith('type['))"
     ),
     (
         "from contextvars import ContextVar, Token, Context, copy_context\n"
@@ -396,3 +400,35 @@ def test_type_refuses_at_run_time_what_a_class_statement_cannot_make(jail, sourc
     r = jail.run(source)
     assert r.status == "error" and r.errors[0]["message"].startswith("TypeError: "), r.errors
     assert refused in r.errors[0]["message"] and "jail" in r.errors[0]["message"]
+
+
+def test_a_queue_works_in_a_confined_child(jail):
+    """queue's classes hold threading's locks: the zygote imported threading, never ran a
+    thread, and the child (its one thread) uses the locks as they were."""
+    r = jail.run(
+        "import queue\nq = queue.Queue()\nq.put(1)\nlifo = queue.LifoQueue()\n"
+        "lifo.put(1)\nlifo.put(2)\n[q.get(), q.qsize(), lifo.get(), q.empty()]"
+    )
+    assert (r.status, r.value) == ("ok", [1, 0, 2, True]), r.errors
+
+
+def test_a_program_that_leaves_a_tight_recursion_limit_still_gets_its_result(jail):
+    """The runner's own calls after the program (its value, its traceback) are not held to
+    the limit the program set; the tightest limit CPython takes is taken too."""
+    r = jail.run("import sys\nsys.setrecursionlimit(2)\n[[[[1]]], {'a': [2, [3]]}]")
+    assert (r.status, r.value) == ("ok", [[[[1]]], {"a": [2, [3]]}]), r.errors
+    r = jail.run("import sys\ndef f():\n    sys.setrecursionlimit(3)\n    return 1 / 0\nf()")
+    assert r.status == "error" and r.errors[0]["message"] == "ZeroDivisionError: division by zero"
+    assert [frame["function"] for frame in r.errors[0]["traceback"]] == ["<module>", "f"]
+
+
+def test_what_a_deep_recursion_prints_is_all_there_in_order(jail):
+    """Printing as deep as the limit allows loses and garbles nothing, even when the output
+    is due to be sent from where no frame is left to send it (it goes with the next batch)."""
+    r = jail.run(
+        "import time\ndef f(n):\n    if n > 985:\n        time.sleep(0.06)\n    print(n)\n"
+        "    f(n + 1)\ntry:\n    f(0)\nexcept RecursionError as e:\n    print('done', e)"
+    )
+    lines = r.output.splitlines()
+    assert r.status == "ok" and lines[-1] == "done maximum recursion depth exceeded", lines[-3:]
+    assert lines[:-1] == [str(n) for n in range(len(lines) - 1)] and len(lines) > 990

@@ -286,3 +286,49 @@ def test_the_first_child_is_confined_and_the_later_ones_share_the_readied_heap(r
             [_minflt(c.pid) for c in later],
         )
         assert jail.run("x = len([1, 2, 3])\nx").value == 3
+
+
+FILL = """
+import os, sys
+from lackjail.worker import zygote
+junk = [bytes(100) for _ in range(5000)]  # 133 bytes each: the 144-byte class
+del junk[::2]  # every other block free again: holes in pools that stay in use
+before = zygote._free_blocks()
+print(before.get(144, 0))
+filled = zygote.fill_pools()
+print(filled >= before[144] // 2 and filled == len(zygote._FILLED))
+after = zygote._free_blocks()
+# the holes are gone: the 144-byte class has free blocks only in a pool it started afresh
+print(after.get(144, 0) <= (16384 - 48) // 144 < before[144])
+os.write(2, b"the log is descriptor 2 again")
+sys._debugmallocstats = lambda: os.write(2, b"statistics of another shape")
+print(zygote.fill_pools(), len(zygote._FILLED) == filled)
+def flood():  # more than the pipe holds: a write fails rather than waits for a reader
+    try:
+        while True:
+            os.write(2, b"x" * 65536)
+    except BlockingIOError:
+        print("would block")
+sys._debugmallocstats = flood
+print(zygote.fill_pools())
+"""
+
+
+def test_the_heaps_holes_are_filled_and_the_log_keeps_its_descriptor():
+    """fill_pools reads the allocator's statistics through a pipe it reads afterwards: the
+    holes of a freed list are filled, descriptor 2 is the log again, and statistics it cannot
+    read or that overflow the pipe fill nothing and never hang the zygote."""
+    path = [ROOT, str(Path(msgpack.__file__).parents[1])]
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", f"import sys; sys.path[:0] = {path!r}\n" + FILL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    holes, filled, none_left, unread, flooded, after_flood = proc.stdout.splitlines()
+    assert int(holes) >= 2500 and filled == "True" and none_left == "True"
+    assert unread == "0 True"  # statistics it cannot read: nothing filled, nothing broken
+    assert (flooded, after_flood) == ("would block", "0")  # never waits on its own pipe
+    # the statistics went through the pipe, never into the jail's log
+    assert proc.stderr == "the log is descriptor 2 again"

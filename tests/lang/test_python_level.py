@@ -162,6 +162,7 @@ REJECTED = [
     ("x = type('A', (), {'a': 1, '__init_subclass__': len})", "dunder-method"),
     ("x = type('A', (), {'__module__': 'os'})", "dunder-method"),
     ("x = {'__init__': len}", "dunder-string"),  # a namespace only as type()'s argument
+    ("x = type('A', (), {'_.__class__': 1})", "dunder-string"),  # a key, but no name
     ("x = type('A', (), dict(__init__=len))", "dunder-name"),
     ("type = dict\nx = type('a', (), {'__init__': 1})", "dunder-string"),
     ("class M(type):\n    pass", "class-keyword"),
@@ -247,6 +248,25 @@ def test_the_levels_below_stay_as_they_were():
     assert rules("class A:\n    pass", "extended") == ["forbidden-node"]
     assert rules("d = {}\nd.x = 1", "extended") == ["attribute-store"]
     assert rules("x = id(1)", "extended") == ["forbidden-name"]
+
+
+# What the python level's type(), sys streams and contextvars opened: below it, each is refused
+# by the rules that refused it before.
+BELOW = [
+    ("t = type", {"forbidden-name"}),
+    ("A = type('A', (), {'__init__': len})", {"forbidden-name", "dunder-string"}),
+    ("x = isinstance(1, type)", {"forbidden-name"}),
+    ("import sys\nsys.stdout.write('x')", {"forbidden-name", "forbidden-node"}),
+    ("import contextvars", {"forbidden-node"}),
+    ("class M(type):\n    pass", {"forbidden-node"}),
+]
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+@pytest.mark.parametrize(("source", "refused_by"), BELOW)
+def test_the_new_surface_stays_out_below_python(level, source, refused_by):
+    assert set(rules(source, level)) == refused_by
+    assert validate(source, language="python").valid or source.startswith("class M")
 
 
 # -- the bugs, each at every level -------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from lackjail.lang.facades import FACADES
 from lackjail.lang.grammar import NAMESPACE_DUNDERS
-from lackjail.worker import facades, streams
+from lackjail.worker import facades, runner, streams
 
 MODULE_ATTRIBUTES = {"__name__", "__doc__", "__package__", "__loader__", "__spec__"}
 
@@ -76,6 +76,11 @@ def test_type_hands_out_no_metaclass():
     assert repr(jail_type) == "<class 'type'>" and jail_type.__name__ == "type"
     assert copy.deepcopy(jail_type) is jail_type and copy.copy([jail_type])[0] is jail_type
     assert not hasattr(jail_type, "__dict__") and not hasattr(jail_type, "mro")
+    alias = jail_type[int]  # an annotation's type[int]: calling it calls the jail's type
+    assert repr(alias) == "type[int]" and alias(1) is int
+    with pytest.raises(TypeError, match="jail"):
+        alias("A", (), {"__getattr__": len})
+    assert isinstance(int, jail_type | None) and not isinstance(1, None | jail_type)
 
 
 def _init(self, v):
@@ -141,14 +146,19 @@ def test_type_makes_what_a_class_statement_makes():
         jail_type("A", (Hooked,), {}, x=1)
 
 
+class _Channel:
+    """A run channel that keeps what is sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg["text"])
+
+
 def test_the_streams_write_into_the_programs_output_and_hold_nothing():
-    written = []
-
-    class Out:
-        def write(self, text):
-            written.append(text)
-
-    streams.TARGET[0] = Out()
+    channel = _Channel()
+    streams.TARGET[0] = out = runner.Output(channel, 1000)
     try:
         print("a", 1, file=streams.STDOUT)
         print("b", file=streams.STDERR, flush=True)
@@ -156,9 +166,10 @@ def test_the_streams_write_into_the_programs_output_and_hold_nothing():
         streams.STDERR.writelines(["d", "e"])
         with pytest.raises(TypeError, match=r"^write\(\) argument must be str, not bytes$"):
             streams.STDOUT.write(b"x")
+        out.flush()
     finally:
         streams.TARGET[0] = None
-    assert "".join(written) == "a 1\nb\ncde"
+    assert "".join(channel.sent) == "a 1\nb\ncde"
     assert str(type(streams.STDOUT)) == "<class '_io.TextIOWrapper'>"  # as a script's says
     assert repr(streams.STDERR) == "<_io.TextIOWrapper name='<stderr>' mode='w' encoding='utf-8'>"
     public = {name for name in dir(streams.STDOUT) if not name.startswith("_")}

@@ -1,0 +1,126 @@
+"""Starting a zygote's process (its control socket, its log, a session of its own) and ending
+it. One place for the pool's jails and for a command's early jail (`pool.early`), which starts
+before the pool's modules are imported: only the standard library here, and none of its slower
+modules (typing, dataclasses)."""
+
+from __future__ import annotations
+
+import io
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+
+
+class Spawned:
+    """A started zygote process: PROC, our end of its control socket CTRL (blocking as made),
+    and LOG, the file its stderr (nsjail's own messages) goes to."""
+
+    __slots__ = ("proc", "ctrl", "log")
+
+    def __init__(self, proc: subprocess.Popen, ctrl: socket.socket, log: io.FileIO):
+        self.proc, self.ctrl, self.log = proc, ctrl, log
+
+    def kill(self) -> None:
+        """End it (`kill_and_reap`) and close our ends."""
+        kill_and_reap(self.proc)
+        self.ctrl.close()
+        self.log.close()
+
+
+def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
+    """End PROC and its children: SIGKILL the children, wait until they have ended, then
+    SIGKILL PROC's process group and reap PROC. Returns once all of them have ended (each wait
+    at most WAIT_S, for a process the kernel cannot end at once).
+
+    nsjail puts the zygote in a session of its own, which its process group does not reach;
+    killed with nsjail only, the zygote would die of the parent-death signal after nsjail was
+    reaped, and a caller that exits then would leave it behind for a moment. The zygote is
+    its jail's pid namespace's first process: once it has ended, every process of the jail
+    has. Killed first, it is reaped by nsjail, which then ends by itself."""
+    children = _child_pidfds(proc.pid)
+    try:
+        for pidfd in children:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _wait_all(children, time.monotonic() + wait_s)
+    finally:
+        for pidfd in children:
+            os.close(pidfd)
+    if children:
+        try:
+            proc.wait(0.05)  # nsjail, its child reaped, ends on its own
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _wait_all(pidfds: list[int], deadline: float) -> None:
+    """Until every process of PIDFDS has ended, or DEADLINE (time.monotonic)."""
+    poller = select.poll()
+    for pidfd in pidfds:
+        poller.register(pidfd, select.POLLIN)
+    left = set(pidfds)
+    while left and time.monotonic() < deadline:
+        for fd, _ in poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            left.discard(fd)
+            poller.unregister(fd)
+
+
+def _child_pidfds(pid: int) -> list[int]:
+    """Descriptors (pidfds) of PID's children now: those still its children once a descriptor
+    is held, so none names a process that took a reaped child's number."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            pids = [int(p) for p in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+    fds = {}
+    for child in pids:
+        try:
+            fds[child] = os.pidfd_open(child)
+        except OSError:
+            pass
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            still = {int(p) for p in fh.read().split()}
+    except (OSError, ValueError):
+        still = set()
+    for child in [c for c in fds if c not in still]:
+        os.close(fds.pop(child))
+    return list(fds.values())
+
+
+def spawn(argv: list, env: dict, pass_fds: tuple = ()) -> Spawned:
+    """Start ARGV with ENV, its stdin and stdout one end of a new socket pair, its stderr an
+    anonymous file in memory; PASS_FDS are left open in it (a configuration to read)."""
+    log = open(os.memfd_create("lackjail-jail-log", os.MFD_CLOEXEC), "w+b", buffering=0)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        # subprocess, not os.posix_spawn: both vfork, but only subprocess lets go of the
+        # GIL until the exec, so a start under load does not stall every other thread
+        # (the first run's caller among them) for the ~0.2-12 ms it takes (gh-104372)
+        proc = subprocess.Popen(
+            argv,
+            stdin=theirs.fileno(),
+            stdout=theirs.fileno(),
+            stderr=log.fileno(),
+            env=env,
+            pass_fds=pass_fds,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        ours.close()
+        log.close()
+        raise
+    finally:
+        theirs.close()
+    return Spawned(proc, ours, log)
