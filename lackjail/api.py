@@ -420,13 +420,14 @@ class Jail:
                 outcome.errors,
                 isolation=self.isolation,
                 mode="session" if session is not None else self.pool.mode,
+                stats=stats(0.0, outcome.cpu_ms, outcome.max_rss_kb),
             )
             if tools is not None:
                 _settle(tools, result, dry_run)
+                result.stats["tool_calls"] = len(result.trace)
         finally:
             if tools is not None:
                 tools.close()
-        result.stats = stats(0.0, outcome.cpu_ms, outcome.max_rss_kb, len(result.trace))
         return result
 
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):

@@ -814,11 +814,9 @@ class _Walker:
             self.display(node, keys)
         for key, value in zip(keys, node.values):
             name = key.value if key.__class__ is _CONSTANT else None
-            if name.__class__ is str and name[:1] == "_" and len(name) <= self.max_literal:
-                self.enter(key, depth + 1)
-                if name[:2] != "__":
-                    self.private_defined.add(name)  # as `_x = ...` in a class body
-                elif name not in NAMESPACE_DUNDERS:
+            if name.__class__ is str and name[:2] == "__" and len(name) <= self.max_literal:
+                self.enter(key, depth + 1)  # not a data string: no dunder-string rule
+                if name not in NAMESPACE_DUNDERS:
                     self.error(
                         "dunder-method",
                         f"a class may not define {name!r}, in type()'s namespace as in a "
@@ -829,6 +827,8 @@ class _Walker:
                         key.col_offset,
                     )
             elif key is not None:  # None for a `**mapping` entry
+                if name.__class__ is str and name[:1] == "_":
+                    self.private_defined.add(name)  # as `_x = ...` in a class body
                 self.visit(key, depth + 1)
             self.visit(value, depth + 1)
 

@@ -55,6 +55,7 @@ class Child:
         "done",
         "cpu_ms",
         "memory_mb",
+        "poller",
     )
 
     def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int):
@@ -66,6 +67,8 @@ class Child:
         self.done: dict | None = None  # the zygote's report once the child ended
         self.cpu_ms = 0.0  # CPU time of the runs it reported (reuse mode)
         self.memory_mb = 0  # its address-space limit when a run lowered it (0: the jail's)
+        # what a run on it polls (`run.Run`), made by its first run
+        self.poller: select.poll | None = None
 
     def pump(self, expect) -> bool | None:
         """Read what the channel holds into frames: True when something came,
@@ -114,6 +117,8 @@ class JailProcess:
         self.ping_deadline = 0.0
         self._fds: list[int] = []
         self._buf = protocol.FrameBuffer()
+        self._watched: list[int] = []  # the descriptors _watch_poll polls (see _watcher)
+        self._watch_poll = select.poll()
         spawned = spawned or spawn(launcher.argv, launcher.env, launcher.pass_fds)
         self._proc, self._log = spawned.proc, spawned.log
         self.pid = self._proc.pid
@@ -185,8 +190,6 @@ class JailProcess:
         if gen in self.children or not (_pipe_end(run_in, os.O_WRONLY) and _pipe_end(run_out, 0)):
             child.close()
             raise protocol.ProtocolError("a 'spawned' frame came with a bad run channel")
-        os.set_blocking(run_in, False)
-        os.set_blocking(run_out, False)
         self.children[gen] = child
 
     def limit_memory(self, child: Child, memory_mb: int, deadline: float) -> bool:
@@ -279,10 +282,7 @@ class JailProcess:
         (`alive` then says so) or had no child ready in time."""
         timeout_ms = 0.0
         while True:
-            poller = select.poll()
-            for fd in self.watch_fds():
-                poller.register(fd, select.POLLIN)
-            self.pump({fd for fd, _ in poller.poll(timeout_ms)})
+            self.pump({fd for fd, _ in self._watcher().poll(timeout_ms)})
             if not self.alive:
                 raise JailDied("the jail exited")
             child = self.take_ready()
@@ -291,6 +291,16 @@ class JailProcess:
             timeout_ms = (deadline - time.monotonic()) * 1000
             if timeout_ms <= 0:
                 raise JailDied("the jail had no child ready in time")
+
+    def _watcher(self):
+        """A poll object over `watch_fds`, made again only when they change (a reused child
+        between runs, or a ready spare: the same three every run)."""
+        fds = self.watch_fds()
+        if fds != self._watched:
+            self._watched, self._watch_poll = fds, select.poll()
+            for fd in fds:
+                self._watch_poll.register(fd, select.POLLIN)
+        return self._watch_poll
 
     def answers_ping(self, deadline: float) -> bool:
         """Ping the zygote and wait for its answer until DEADLINE."""
@@ -351,10 +361,17 @@ class JailProcess:
 
 
 def _pipe_end(fd: int, mode: int) -> bool:
-    """Is FD a pipe opened for MODE (os.O_WRONLY, or 0 for reading)?"""
+    """Is FD a pipe opened for MODE (os.O_WRONLY, or 0 for reading)? If so, it is made
+    non-blocking (the zygote sends it so: then no more system calls are made)."""
     try:
-        is_fifo = stat.S_ISFIFO(os.fstat(fd).st_mode)
-        return is_fifo and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == mode
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if flags & os.O_ACCMODE != mode:
+            return False
+        if not flags & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        return True
     except OSError:
         return False
 

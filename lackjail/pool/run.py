@@ -171,10 +171,11 @@ class Run:
     def _loop(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
         jail, child = self.jail, self.child
         output_budget = self.limits.output_bytes + OUTPUT_SLACK
-        poller = select.poll()
-        poller.register(child.run_out, select.POLLIN)
-        poller.register(jail.ctrl.fileno(), select.POLLIN)
-        poller.register(jail.pidfd, select.POLLIN)
+        poller = child.poller
+        if poller is None:  # made once per child: a reused child's runs poll the same three
+            poller = child.poller = select.poll()
+            for fd in (child.run_out, jail.ctrl.fileno(), jail.pidfd):
+                poller.register(fd, select.POLLIN)
         until, spin = deadline, False
         child_open = True
         jail_gone = ""  # why the zygote is gone, once it is
@@ -203,6 +204,7 @@ class Run:
                     pass
                 child_open = False
                 poller.unregister(child.run_out)
+                child.poller = None
                 if child.frames:
                     continue
             if self.unanswerable and not child_open:  # it closed both ends without a result
@@ -225,6 +227,7 @@ class Run:
                     if child_open and child.pump(RUN_FRAMES) is False:
                         child_open = False
                         poller.unregister(child.run_out)
+                        child.poller = None
                 elif jail_gone:
                     continue
                 elif fd == jail.pidfd:
@@ -237,6 +240,7 @@ class Run:
                 if jail_gone:
                     poller.unregister(jail.pidfd)
                     poller.unregister(jail.ctrl.fileno())
+                    child.poller = None
 
     def _answer(self, call: dict, deadline: float) -> None:
         """Answer a tool call. The handler gets the run's DEADLINE: a call still running then

@@ -26,8 +26,9 @@ FILENAME = "<lackpy>"
 VALUE_NAME = "<value>"  # not an identifier: no program can read or bind it
 MAX_MESSAGE = 2000
 MAX_FRAMES = protocol.MAX_FRAMES  # program frames a traceback carries: the innermost
-CODES, CODES_BYTES = 32, 8 << 10  # programs (up to that size) whose code a reused child keeps
-_CODES: dict = {}  # source text -> its code, latest last
+# Programs (up to that size) a reused child keeps the verdict and code of (its own: see _known)
+CODES, CODES_BYTES = 32, 8 << 10
+_CODES: dict = {}  # (text, names, level, session names) -> (code, the names it binds)
 READ_SIZE = 1 << 16  # a pipe's whole buffer; more would only cost a bigger allocation per read
 
 
@@ -328,21 +329,28 @@ def _runtime_error(message, exc, source, code):
     return error
 
 
-def _compiled(src, tree, keep):
-    """The code of the validated TREE of SRC, its last expression assigned to VALUE_NAME.
-    A reused child keeps the code of the latest programs it compiled (KEEP): the same text
-    always gives the same tree, so running it again is validated again, not compiled again.
+def _compiled(tree):
+    """The code of the validated TREE, its last expression assigned to VALUE_NAME; _Invalid
+    for what only the compiler refuses (a validator gap)."""
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        tree.body[-1] = _assign_value(tree.body[-1])
+    try:
+        return compile(tree, FILENAME, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
+
+
+def _known(key, code, variables):
+    """Keep the CODE of a program this child's own validator accepted, and the names it
+    binds, under KEY: its text, the tool and parameter names, the level and the session's
+    names, everything the verdict depends on. The same KEY always gets the same verdict, so
+    a reused child running it again neither validates nor compiles it again; anything else
+    (the same text without a name it uses, at a lower level, ...) is validated here again.
+    Nothing the controller says is taken on trust: only this child's own verdicts are kept.
     A code object is immutable and each run execs it in a namespace of its own."""
-    code = _CODES.get(src) if keep else None
-    if code is None:
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            tree.body[-1] = _assign_value(tree.body[-1])
-        code = compile(tree, FILENAME, "exec", dont_inherit=True)
-        if keep and len(src) <= CODES_BYTES:
-            if len(_CODES) >= CODES:
-                del _CODES[next(iter(_CODES))]  # the oldest
-            _CODES[src] = code
-    return code
+    if len(_CODES) >= CODES:
+        del _CODES[next(iter(_CODES))]  # the oldest
+    _CODES[key] = code, tuple(variables)
 
 
 def _assign_value(last):
@@ -403,21 +411,25 @@ def run_one(channel, msg, limits):
         params, jail_tools = msg["params"], msg["jail_tools"]
         host_tools = [n for n in msg["tools"] if isinstance(n, str) and n not in jail_tools]
         language = msg["language"]
-        check, tree = lang.validate_tree(
-            msg["src"],
-            tools=[*host_tools, *jail_tools],
-            params=list(params),
-            language=language,
-            defined=_SESSION["names"] if kept is not None else (),
-        )
-        if not check.valid:
+        defined = _SESSION["names"] if kept is not None else ()
+        key = (msg["src"], (*host_tools, *jail_tools), (*params,), language, frozenset(defined))
+        code, variables = _CODES.get(key, (None, ()))
+        if code is None:
+            check, tree = lang.validate_tree(
+                msg["src"],
+                tools=key[1],
+                params=key[2],
+                language=language,
+                defined=defined,
+            )
+            if check.valid:
+                code, variables = _compiled(tree), check.variables
+                if limits["runs_per_child"] > 1 and len(msg["src"]) <= CODES_BYTES:
+                    _known(key, code, variables)
+        if code is None:
             status = "invalid"
             errors = [{"message": e.message, "line": e.line, "col": e.col} for e in check.errors]
         else:
-            try:
-                code = _compiled(msg["src"], tree, limits["runs_per_child"] > 1)
-            except SyntaxError as exc:  # what only the compiler refuses (a validator gap)
-                raise _Invalid(exc.msg, exc.lineno, exc.offset) from None
             if kept is not None:
                 namespace = kept
             else:
@@ -425,7 +437,7 @@ def run_one(channel, msg, limits):
                 if msg["session"]:
                     _SESSION.update(globals=namespace, names=set(), out=out, counter=counter)
             if msg["session"]:  # what the next run may use: this one's bindings and params
-                _SESSION["names"].update(check.variables, params)
+                _SESSION["names"].update(variables, params)
             if language == "python":
                 # what it writes to the sys facade's streams, and what its print and the
                 # standard library write to sys.stdout, is its output
@@ -622,9 +634,15 @@ data = json.loads(json.dumps({"a": [1, 2]}))
 
 def warm_up(limits, program=WARM_UP, language="lackpy"):
     """Run a fixed program of our own before any untrusted one: the pages the run
-    path touches are copied now, off the critical path, not during the first run."""
+    path touches are copied now, off the critical path, not during the first run. Each
+    time it takes the whole path: from the run frame's bytes, as the channel decodes them
+    (a child's first receive otherwise copied ~11 pages while its run waited), and as a
+    one-run child's, whose verdicts are not kept."""
     main = sys.modules.get("__main__")
-    run_one(_Sink, protocol.make_run("warm", program, {}, [], {}, language), limits)
+    once = {**limits, "runs_per_child": 1}
+    received = protocol.FrameBuffer()  # the run frame as the channel takes it in
+    received.feed(protocol.encode(protocol.make_run("warm", program, {}, [], {}, language)))
+    run_one(_Sink, next(received.frames(("run",))), once)
     if main is not None:
         sys.modules["__main__"] = main  # a python-level run made its own
 

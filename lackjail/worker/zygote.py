@@ -70,7 +70,6 @@ def child(cfg, flt, gen, run_in, run_out):
         no_lazy_imports()
         no_file_opens()
         confine.set_limits(cfg["memory_mb"], cfg["cpu_s"] * cfg["runs_per_child"] + 1)
-        os.set_blocking(RUN_IN, False)  # the runner polls (see runner.Channel)
         if flt is not None:
             confine.install_filter(flt)
     except BaseException as exc:
@@ -120,8 +119,11 @@ class Zygote:
     def fork(self):
         """One more child, and its run channel's controller ends sent with `spawned`."""
         self.gen += 1
-        in_r, in_w = os.pipe()
+        # The controller's ends go non-blocking (the child's RUN_IN too: it polls), so the
+        # controller need not change them; the child's RUN_OUT blocks while the pipe is full.
+        in_r, in_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         out_r, out_w = os.pipe()
+        fcntl.fcntl(out_r, fcntl.F_SETFL, os.O_NONBLOCK)
         pid = os.fork()
         if pid == 0:
             child(self.cfg, self.flt, self.gen, in_r, out_w)
@@ -329,8 +331,11 @@ def fill_pools() -> int:
 
 
 def _free_blocks() -> dict:
-    """Size class (bytes) -> free blocks in its used pools, from sys._debugmallocstats."""
+    """Size class (bytes) -> free blocks in its used pools, from sys._debugmallocstats. The
+    pipe is read only afterwards, so its writes never wait: a pipe held to one page (its
+    user over the kernel's pipe limits) cuts the statistics short instead of hanging here."""
     read, write = os.pipe()
+    os.set_blocking(write, False)
     saved = os.dup(2)
     try:
         os.dup2(write, 2)

@@ -127,10 +127,10 @@ def test_reuse_mode_says_so(require_nsjail):
 
 
 def test_a_reused_child_validates_again_a_program_whose_code_it_kept(require_nsjail):
-    """A reused child keeps the code of the programs it ran, never their verdict: the same
-    text sent without the names it uses, or at a level that forbids it, is rejected by the
-    jail itself (the pool sends it unchecked here), and the kept code runs with each run's
-    own parameters."""
+    """A reused child keeps its own verdict and code of a program only for the same text,
+    names and level: the same text sent without the names it uses, or at a level that
+    forbids it, is rejected by the jail itself (the pool sends it unchecked here), and the
+    kept code runs with each run's own parameters."""
     from lackjail.policy import load_policy
     from lackjail.pool import Pool, Request
 

@@ -163,6 +163,7 @@ REJECTED = [
     ("x = type('A', (), {'a': 1, '__init_subclass__': len})", "dunder-method"),
     ("x = type('A', (), {'__module__': 'os'})", "dunder-method"),
     ("x = {'__init__': len}", "dunder-string"),  # a namespace only as type()'s argument
+    ("x = type('A', (), {'_.__class__': 1})", "dunder-string"),  # a key, but no name
     ("x = type('A', (), dict(__init__=len))", "dunder-name"),
     ("type = dict\nx = type('a', (), {'__init__': 1})", "dunder-string"),
     ("class M(type):\n    pass", "class-keyword"),
