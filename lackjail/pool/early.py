@@ -47,9 +47,12 @@ _plan: tuple | None = None  # (binary, env, config) the early jail was started f
 _early: Spawned | None = None
 
 
+def cache_base() -> str:
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def cache_folder() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "lackjail")
+    return os.path.join(cache_base(), "lackjail")
 
 
 def begin() -> None:
@@ -120,8 +123,45 @@ def _spawn_config(binary: str, env: dict, config: str) -> Spawned:
 
 
 def _own(info: os.stat_result) -> bool:
-    """Made by us (or root) and writable by no one else."""
+    """Ours, and writable by no one else."""
     return info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def _writable_folder() -> int | None:
+    """The cache folder (an O_PATH descriptor), made where missing, when it is ours alone and
+    the folder above it is ours or root's and no one else's to change: so what is written
+    here goes where the user meant, not where another user's symlink or folder leads (the
+    controller may run as root in someone else's home). The walk there follows only root's
+    or our own symlinks (`beneath.open_host_dir`). Else None: nothing is kept."""
+    from lackjail.workspace.beneath import open_host_dir
+
+    base = cache_base()
+    try:
+        parent, _ = open_host_dir(os.path.dirname(os.path.abspath(base)))
+    except OSError:
+        return None
+    opened = [parent]
+    try:
+        for name in (os.path.basename(os.path.abspath(base)), "lackjail"):
+            above = opened[-1]
+            info = os.fstat(above)
+            if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
+                return None
+            try:
+                os.mkdir(name, 0o700, dir_fd=above)
+            except FileExistsError:
+                pass
+            opened.append(os.open(name, FOLDER_FLAGS, dir_fd=above))
+        folder = opened.pop()
+        if _own(os.fstat(folder)):
+            return folder
+        os.close(folder)
+        return None
+    except OSError:
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 def read_plan() -> tuple | None:
@@ -174,11 +214,8 @@ def write_plan(binary: str, env: dict, config: str) -> None:
 
 def _write_own(name: str, text: str) -> None:
     """Replace file NAME of the cache folder (made ours alone) with TEXT, whole or not at all."""
-    path = cache_folder()
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        folder = os.open(path, FOLDER_FLAGS)
-    except OSError:
+    folder = _writable_folder()
+    if folder is None:
         return
     tmp = f".{name}.{os.getpid()}.tmp"
     try:

@@ -94,6 +94,32 @@ def test_a_folder_another_could_write_is_not_written(cache):
     assert not plan_path(cache).exists()
 
 
+def test_nothing_is_written_through_another_users_symlink_or_folder(tmp_path, monkeypatch):
+    """As root in someone else's home: a cache folder reached through a symlink another user
+    owns, or inside a folder others may change, is not written (it could lead anywhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a symlink or a folder to another user")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    os.lchown(link, 65534, 65534)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(link / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert list(elsewhere.iterdir()) == []
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert list(shared.iterdir()) == []
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(mine / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert early.read_plan() == ("/usr/bin/nsjail", {}, "text")
+
+
 def launcher(binary, config, level="nsjail"):
     return isolation.Launcher(level, [binary, "--config", "/nowhere"], {}, config_text=config)
 
