@@ -9,8 +9,9 @@ only when the jail it would start now is exactly the plan (`take`); otherwise th
 killed before anything was sent to it, and the new plan is kept for the next command. The jail
 that runs a program is therefore always the one the command's own policy, image and host make.
 
-The same folder keeps the children's seccomp filter as compiled for its rules and machine
-(`remembered_filter`), which spares a command pyseccomp's import and libseccomp.
+The same folder keeps what every start would compute the same way again (`remembered`): the
+children's seccomp filter, compiled for its rules and machine (no pyseccomp, no libseccomp),
+and the shared objects the jail mounts, with the identity of every file their search read.
 
 The plan lives in the user's own cache folder ($XDG_CACHE_HOME/lackjail, else
 ~/.cache/lackjail). It decides what starts before it is checked, so it is read only when the
@@ -32,9 +33,10 @@ import zlib
 
 from lackjail.pool.spawn import Spawned, spawn
 
-# one plan per interpreter and lackjail install: several side by side do not undo each other's
-PLAN_FILE = f"early-jail-{zlib.crc32(f'{sys.executable}\0{__file__}'.encode()):08x}.json"
-FILTER_FILE = "child-filter.json"
+# one plan (and memo) per interpreter and lackjail install: several side by side do not undo
+# each other's
+INSTALL = f"{zlib.crc32(f'{sys.executable}\0{__file__}'.encode()):08x}"
+PLAN_FILE = f"early-jail-{INSTALL}.json"
 MAX_PLAN_BYTES = 1 << 20
 FOLDER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -200,24 +202,24 @@ def _write_own(name: str, text: str) -> None:
         os.close(folder)
 
 
-def remembered_filter(key: str) -> bytes | None:
-    """The children's seccomp filter (BPF) a one-shot command compiled for KEY before (the
-    rules, the layout and the machine: `syscall_filter.filter_key`), when this process is
-    one too; else None. Compiling it imports pyseccomp and libseccomp: ~4 ms a command."""
+def remembered(kind: str, key: str):
+    """What a one-shot command kept for KIND (`remember`) when it was made for KEY, and this
+    process is a one-shot command too; else None. KEY names everything the value follows
+    from; a value that also follows from files says which, and its caller checks them."""
     if not _begun:
         return None
-    data = _read_own(FILTER_FILE)
+    data = _read_own(f"{kind}-{INSTALL}.json")
     if data is None:
         return None
     try:
         kept = json.loads(data)
-        bpf = bytes.fromhex(kept["bpf"]) if kept["key"] == key else None
+        return kept["value"] if kept["key"] == key else None
     except (ValueError, TypeError, KeyError):
         return None
-    return bpf if bpf and len(bpf) % 8 == 0 else None
 
 
-def remember_filter(key: str, bpf: bytes) -> None:
-    """Keep BPF, compiled for KEY, for the next one-shot command (when this is one)."""
+def remember(kind: str, key: str, value) -> None:
+    """Keep VALUE (plain JSON data), made for KEY, for the next one-shot command (when this
+    process is one)."""
     if _begun:
-        _write_own(FILTER_FILE, json.dumps({"key": key, "bpf": bpf.hex()}))
+        _write_own(f"{kind}-{INSTALL}.json", json.dumps({"key": key, "value": value}))
