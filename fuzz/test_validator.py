@@ -865,7 +865,6 @@ def assert_obeys_python(source):
     """The naive checker for the python level."""
     tree = ast.parse(accepted_text(source))
     bound = _bound_anywhere(tree)
-    modules = {}
     named = {  # `x.__class__` whose only use is its name: x.__class__.__name__
         id(node.value)
         for node in ast.walk(tree)
@@ -910,8 +909,13 @@ def assert_obeys_python(source):
                 if isinstance(name, str):
                     assert not name.startswith(("_", *INTERNAL)), name
                     assert name not in ("mro", "with_traceback", "format", "format_map"), name
-            if node.func.id == "type" and "type" not in modules:
-                assert len(node.args) == 1 and not node.keywords
+            # type(name, bases, namespace) is a class statement: its literal namespace defines
+            # no hook (the jail's type() checks every key again when it is called)
+            if node.func.id == "type" and len(node.args) == 3:
+                namespace = node.args[2]
+                if isinstance(namespace, ast.Dict):
+                    keys = {k.value for k in namespace.keys if isinstance(k, ast.Constant)}
+                    assert not keys & HOOKS, keys
             if node.func.id == "super":
                 assert len(node.args) in (0, 2) and not node.keywords
         elif isinstance(node, ast.ClassDef):
@@ -925,7 +929,6 @@ def assert_obeys_python(source):
             for alias in node.names:
                 if not _outside_stdlib(alias.name):  # which the jail never has: ImportError
                     assert alias.name in FACADES and alias.name != "__future__", alias.name
-                    modules[alias.asname or alias.name] = alias.name
         elif isinstance(node, ast.ImportFrom):
             star = [alias.name for alias in node.names] == ["*"]
             assert not star or node in tree.body, "import * inside a function"
