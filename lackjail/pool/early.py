@@ -9,8 +9,9 @@ only when the jail it would start now is exactly the plan (`take`); otherwise th
 killed before anything was sent to it, and the new plan is kept for the next command. The jail
 that runs a program is therefore always the one the command's own policy, image and host make.
 
-The same folder keeps the children's seccomp filter as compiled for its rules and machine
-(`remembered_filter`), which spares a command pyseccomp's import and libseccomp.
+The same folder keeps what every start would compute the same way again (`remembered`): the
+children's seccomp filter, compiled for its rules and machine (no pyseccomp, no libseccomp),
+and the shared objects the jail mounts, with the identity of every file their search read.
 
 The plan lives in the user's own cache folder ($XDG_CACHE_HOME/lackjail, else
 ~/.cache/lackjail). It decides what starts before it is checked, so it is read only when the
@@ -32,9 +33,10 @@ import zlib
 
 from lackjail.pool.spawn import Spawned, spawn
 
-# one plan per interpreter and lackjail install: several side by side do not undo each other's
-PLAN_FILE = f"early-jail-{zlib.crc32(f'{sys.executable}\0{__file__}'.encode()):08x}.json"
-FILTER_FILE = "child-filter.json"
+# one plan (and memo) per interpreter and lackjail install: several side by side do not undo
+# each other's
+INSTALL = f"{zlib.crc32(f'{sys.executable}\0{__file__}'.encode()):08x}"
+PLAN_FILE = f"early-jail-{INSTALL}.json"
 MAX_PLAN_BYTES = 1 << 20
 FOLDER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -45,9 +47,12 @@ _plan: tuple | None = None  # (binary, env, config) the early jail was started f
 _early: Spawned | None = None
 
 
+def cache_base() -> str:
+    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def cache_folder() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "lackjail")
+    return os.path.join(cache_base(), "lackjail")
 
 
 def begin() -> None:
@@ -118,8 +123,45 @@ def _spawn_config(binary: str, env: dict, config: str) -> Spawned:
 
 
 def _own(info: os.stat_result) -> bool:
-    """Made by us (or root) and writable by no one else."""
+    """Ours, and writable by no one else."""
     return info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def _writable_folder() -> int | None:
+    """The cache folder (an O_PATH descriptor), made where missing, when it is ours alone and
+    the folder above it is ours or root's and no one else's to change: so what is written
+    here goes where the user meant, not where another user's symlink or folder leads (the
+    controller may run as root in someone else's home). The walk there follows only root's
+    or our own symlinks (`beneath.open_host_dir`). Else None: nothing is kept."""
+    from lackjail.workspace.beneath import open_host_dir
+
+    base = cache_base()
+    try:
+        parent, _ = open_host_dir(os.path.dirname(os.path.abspath(base)))
+    except OSError:
+        return None
+    opened = [parent]
+    try:
+        for name in (os.path.basename(os.path.abspath(base)), "lackjail"):
+            above = opened[-1]
+            info = os.fstat(above)
+            if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
+                return None
+            try:
+                os.mkdir(name, 0o700, dir_fd=above)
+            except FileExistsError:
+                pass
+            opened.append(os.open(name, FOLDER_FLAGS, dir_fd=above))
+        folder = opened.pop()
+        if _own(os.fstat(folder)):
+            return folder
+        os.close(folder)
+        return None
+    except OSError:
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 def read_plan() -> tuple | None:
@@ -172,11 +214,8 @@ def write_plan(binary: str, env: dict, config: str) -> None:
 
 def _write_own(name: str, text: str) -> None:
     """Replace file NAME of the cache folder (made ours alone) with TEXT, whole or not at all."""
-    path = cache_folder()
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        folder = os.open(path, FOLDER_FLAGS)
-    except OSError:
+    folder = _writable_folder()
+    if folder is None:
         return
     tmp = f".{name}.{os.getpid()}.tmp"
     try:
@@ -200,24 +239,24 @@ def _write_own(name: str, text: str) -> None:
         os.close(folder)
 
 
-def remembered_filter(key: str) -> bytes | None:
-    """The children's seccomp filter (BPF) a one-shot command compiled for KEY before (the
-    rules, the layout and the machine: `syscall_filter.filter_key`), when this process is
-    one too; else None. Compiling it imports pyseccomp and libseccomp: ~4 ms a command."""
+def remembered(kind: str, key: str):
+    """What a one-shot command kept for KIND (`remember`) when it was made for KEY, and this
+    process is a one-shot command too; else None. KEY names everything the value follows
+    from; a value that also follows from files says which, and its caller checks them."""
     if not _begun:
         return None
-    data = _read_own(FILTER_FILE)
+    data = _read_own(f"{kind}-{INSTALL}.json")
     if data is None:
         return None
     try:
         kept = json.loads(data)
-        bpf = bytes.fromhex(kept["bpf"]) if kept["key"] == key else None
+        return kept["value"] if kept["key"] == key else None
     except (ValueError, TypeError, KeyError):
         return None
-    return bpf if bpf and len(bpf) % 8 == 0 else None
 
 
-def remember_filter(key: str, bpf: bytes) -> None:
-    """Keep BPF, compiled for KEY, for the next one-shot command (when this is one)."""
+def remember(kind: str, key: str, value) -> None:
+    """Keep VALUE (plain JSON data), made for KEY, for the next one-shot command (when this
+    process is one)."""
     if _begun:
-        _write_own(FILTER_FILE, json.dumps({"key": key, "bpf": bpf.hex()}))
+        _write_own(f"{kind}-{INSTALL}.json", json.dumps({"key": key, "value": value}))

@@ -220,6 +220,11 @@ class Resolver:
                 return candidate
         return None
 
+    def probed(self) -> list[str]:
+        """Every path this resolver has looked at (read, or found missing or unfit), and the
+        loader's cache: what its answers follow from, besides the environment."""
+        return [LD_CACHE, *self._read]
+
     def _fits(self, path: str, kind: tuple) -> bool:
         elf = self._elf(path)
         return elf is not None and elf.kind == kind

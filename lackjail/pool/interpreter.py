@@ -70,3 +70,16 @@ def _resolver() -> elf.Resolver:
 def libraries(roots: tuple[str, ...]) -> elf.Closure:
     """The shared objects ROOTS (ELF files) load, and the loaders they name."""
     return _resolver().closure(list(roots))
+
+
+def library_search() -> tuple:
+    """Where `libraries` looks, besides what the files themselves name: LD_LIBRARY_PATH's
+    folders and the loader's built-in ones (as `_resolver` makes them, without reading the
+    loader's cache)."""
+    env_dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    return tuple(env_dirs), tuple(elf.default_dirs(sysconfig.get_config_var("MULTIARCH") or ""))
+
+
+def probed() -> list[str]:
+    """Every path `libraries` has looked at in this process (see `elf.Resolver.probed`)."""
+    return _resolver().probed()

@@ -41,6 +41,7 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
     its jail's pid namespace's first process: once it has ended, every process of the jail
     has. Killed first, it is reaped by nsjail, which then ends by itself."""
     children = _child_pidfds(proc.pid)
+    own = _pidfd(proc.pid) if children else None
     try:
         for pidfd in children:
             try:
@@ -48,14 +49,11 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
             except ProcessLookupError:
                 pass
         _wait_all(children, time.monotonic() + wait_s)
+        if own is not None:  # nsjail, its child reaped, ends on its own: no orphan left
+            _wait_all([own], time.monotonic() + 0.05)
     finally:
-        for pidfd in children:
+        for pidfd in [*children, *([own] if own is not None else [])]:
             os.close(pidfd)
-    if children:
-        try:
-            proc.wait(0.05)  # nsjail, its child reaped, ends on its own
-        except subprocess.TimeoutExpired:
-            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -75,6 +73,13 @@ def _wait_all(pidfds: list[int], deadline: float) -> None:
             poller.unregister(fd)
 
 
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
 def _child_pidfds(pid: int) -> list[int]:
     """Descriptors (pidfds) of PID's children now: those still its children once a descriptor
     is held, so none names a process that took a reaped child's number."""
@@ -83,12 +88,7 @@ def _child_pidfds(pid: int) -> list[int]:
             pids = [int(p) for p in fh.read().split()]
     except (OSError, ValueError):
         return []
-    fds = {}
-    for child in pids:
-        try:
-            fds[child] = os.pidfd_open(child)
-        except OSError:
-            pass
+    fds = {child: fd for child in pids if (fd := _pidfd(child)) is not None}
     try:
         with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
             still = {int(p) for p in fh.read().split()}

@@ -139,12 +139,16 @@ def child_filter(layout: int = BINARY_TREE) -> bytes:
     """The child's filter as BPF: allow-list, kill the dangerous, EPERM the rest.
     LAYOUT is libseccomp's CTL_OPTIMIZE (1: the plain layout, which tests compare). A
     one-shot command takes the one the previous command compiled from the same rules for the
-    same machine (`early.remembered_filter`)."""
+    same machine (`early.remembered`)."""
     key = filter_key(layout)
-    bpf = early.remembered_filter(key)
-    if bpf is None:
+    kept = early.remembered("child-filter", key)
+    try:
+        bpf = bytes.fromhex(kept) if isinstance(kept, str) else b""
+    except ValueError:
+        bpf = b""
+    if not bpf or len(bpf) % 8:  # whole instructions, or compiled again
         bpf = _compile(layout)
-        early.remember_filter(key, bpf)
+        early.remember("child-filter", key, bpf.hex())
     return bpf
 
 

@@ -331,8 +331,11 @@ def fill_pools() -> int:
 
 
 def _free_blocks() -> dict:
-    """Size class (bytes) -> free blocks in its used pools, from sys._debugmallocstats."""
+    """Size class (bytes) -> free blocks in its used pools, from sys._debugmallocstats. The
+    pipe is read only afterwards, so its writes never wait: a pipe held to one page (its
+    user over the kernel's pipe limits) cuts the statistics short instead of hanging here."""
     read, write = os.pipe()
+    os.set_blocking(write, False)
     saved = os.dup(2)
     try:
         os.dup2(write, 2)

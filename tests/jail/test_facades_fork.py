@@ -3,6 +3,7 @@
 random itself, and the zygote has one thread) and the ones it keeps (any other module's).
 Run in a fresh interpreter, as a zygote starts: neither module imported before load."""
 
+import ast
 import json
 import subprocess
 import sys
@@ -69,3 +70,17 @@ def test_a_child_after_load_runs_only_the_handlers_load_kept(tmp_path):
     assert child["reseeded"] != parent[1]
     assert child["probe"] == ["child"]  # another module's handler still runs
     assert child["main_thread"] and child["queue"] == [1, 2, True]
+
+
+def test_the_worker_starts_no_thread():
+    """What holding back threading's at-fork reset rests on: the zygote has one thread. A
+    thread started in the worker (a reaper, say) needs that handler back (facades.py)."""
+    for path in (ROOT / "lackjail" / "worker").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not {"threading", "_thread"} & set(names), path.name

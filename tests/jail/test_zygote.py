@@ -303,10 +303,21 @@ print(after.get(144, 0) <= (16384 - 48) // 144 < before[144])
 os.write(2, b"the log is descriptor 2 again")
 sys._debugmallocstats = lambda: os.write(2, b"statistics of another shape")
 print(zygote.fill_pools(), len(zygote._FILLED) == filled)
+def flood():  # more than the pipe holds: a write fails rather than waits for a reader
+    try:
+        while True:
+            os.write(2, b"x" * 65536)
+    except BlockingIOError:
+        print("would block")
+sys._debugmallocstats = flood
+print(zygote.fill_pools())
 """
 
 
 def test_the_heaps_holes_are_filled_and_the_log_keeps_its_descriptor():
+    """fill_pools reads the allocator's statistics through a pipe it reads afterwards: the
+    holes of a freed list are filled, descriptor 2 is the log again, and statistics it cannot
+    read or that overflow the pipe fill nothing and never hang the zygote."""
     path = [ROOT, str(Path(msgpack.__file__).parents[1])]
     proc = subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", f"import sys; sys.path[:0] = {path!r}\n" + FILL],
@@ -315,8 +326,9 @@ def test_the_heaps_holes_are_filled_and_the_log_keeps_its_descriptor():
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    holes, filled, none_left, unread = proc.stdout.splitlines()
+    holes, filled, none_left, unread, flooded, after_flood = proc.stdout.splitlines()
     assert int(holes) >= 2500 and filled == "True" and none_left == "True"
     assert unread == "0 True"  # statistics it cannot read: nothing filled, nothing broken
+    assert (flooded, after_flood) == ("would block", "0")  # never waits on its own pipe
     # the statistics went through the pipe, never into the jail's log
     assert proc.stderr == "the log is descriptor 2 again"

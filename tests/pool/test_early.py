@@ -1,6 +1,7 @@
 """A command's early jail (`pool.early`): started from the plan the previous command kept, taken
 by the pool only when it is exactly the jail the pool would start, killed otherwise; the plan is
-read only when it is the user's own. And the children's filter a command keeps for the next."""
+read only when it is the user's own. And what a command keeps for the next: the children's
+filter, the shared objects a jail mounts."""
 
 import json
 import os
@@ -11,6 +12,7 @@ import pytest
 
 from lackjail.policy import load_policy
 from lackjail.pool import Pool, Request, early, isolation, syscall_filter
+from lackjail.pool import image as images
 
 
 @pytest.fixture
@@ -90,6 +92,32 @@ def test_a_folder_another_could_write_is_not_written(cache):
     cache.chmod(0o777)
     early.write_plan("/usr/bin/nsjail", {}, "text")
     assert not plan_path(cache).exists()
+
+
+def test_nothing_is_written_through_another_users_symlink_or_folder(tmp_path, monkeypatch):
+    """As root in someone else's home: a cache folder reached through a symlink another user
+    owns, or inside a folder others may change, is not written (it could lead anywhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a symlink or a folder to another user")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    os.lchown(link, 65534, 65534)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(link / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert list(elsewhere.iterdir()) == []
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert list(shared.iterdir()) == []
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(mine / "cache"))
+    early.write_plan("/usr/bin/nsjail", {}, "text")
+    assert early.read_plan() == ("/usr/bin/nsjail", {}, "text")
 
 
 def launcher(binary, config, level="nsjail"):
@@ -215,30 +243,62 @@ def test_the_console_command_leaves_no_jail_behind(tmp_path, require_nsjail):
 
 
 def test_a_command_takes_the_filter_the_previous_one_compiled_for_the_same_rules(
-    cache, waiter, monkeypatch
+    cache, monkeypatch
 ):
     """The children's BPF is kept per rules and machine: a one-shot command takes it as it is;
     another set of rules (or a process that is no one-shot command) compiles its own."""
+    allow_all = b"\x06\x00\x00\x00\x00\x00\xff\x7f"  # BPF: return ALLOW
     key = syscall_filter.filter_key(syscall_filter.BINARY_TREE)
-    assert early.remembered_filter(key) is None  # not a one-shot command: nothing read
+    early.remember("child-filter", key, allow_all.hex())
+    assert early.remembered("child-filter", key) is None  # not a one-shot command: nothing
+    assert not cache.exists()
     early.begin()
-    early.remember_filter(key, b"\x06\x00\x00\x00\x00\x00\xff\x7f")  # BPF: return ALLOW
-    assert early.remembered_filter(key) == b"\x06\x00\x00\x00\x00\x00\xff\x7f"
-    assert early.remembered_filter(key + "x") is None
+    early.remember("child-filter", key, allow_all.hex())
+    assert early.remembered("child-filter", key) == allow_all.hex()
+    assert early.remembered("child-filter", key + "x") is None
     syscall_filter.child_filter.cache_clear()
     try:
-        assert syscall_filter.child_filter() == b"\x06\x00\x00\x00\x00\x00\xff\x7f"
+        assert syscall_filter.child_filter() == allow_all
         monkeypatch.setattr(syscall_filter, "ALLOWED", syscall_filter.ALLOWED[1:])
         syscall_filter.child_filter.cache_clear()
         compiled = syscall_filter.child_filter()
-        assert compiled != b"\x06\x00\x00\x00\x00\x00\xff\x7f" and len(compiled) % 8 == 0
+        assert compiled != allow_all and len(compiled) % 8 == 0
         new_key = syscall_filter.filter_key(syscall_filter.BINARY_TREE)
-        assert early.remembered_filter(new_key) == compiled  # kept for the next command
+        assert early.remembered("child-filter", new_key) == compiled.hex()  # for the next
     finally:
         syscall_filter.child_filter.cache_clear()
 
 
-def test_a_kept_filter_that_is_not_whole_instructions_is_not_taken(cache):
+def test_a_kept_filter_that_is_not_whole_instructions_is_compiled_again(cache):
     early.begin()
-    early.remember_filter("k", b"\x06\x00\x00")
-    assert early.remembered_filter("k") is None
+    key = syscall_filter.filter_key(syscall_filter.BINARY_TREE)
+    early.remember("child-filter", key, "060000")
+    syscall_filter.child_filter.cache_clear()
+    try:
+        bpf = syscall_filter.child_filter()
+        assert len(bpf) > 8 and len(bpf) % 8 == 0
+    finally:
+        syscall_filter.child_filter.cache_clear()
+
+
+def test_the_jails_libraries_are_kept_while_every_file_their_search_read_is_the_same(cache):
+    """The shared objects a jail mounts follow from the files the loader's search read (and
+    those it found missing): a one-shot command takes the kept list while each of them is the
+    same file, and searches again when one is not."""
+    early.begin()
+    image = images.load_image("python312")
+    real = images.library_binds(image)
+    kept = cache / f"libraries-{early.INSTALL}.json"
+    data = json.loads(kept.read_text())
+    assert any(path.endswith("ld.so.cache") for path, _ in data["value"]["files"])
+    data["value"]["binds"] = [["/marker", "/opt/marker"]]
+    kept.write_text(json.dumps(data))
+    assert images.library_binds(image) == [images.Bind("/marker", "/opt/marker")]
+    data["value"]["files"][-1][1] = [0, 0, 0, 0, 0]  # that file changed since
+    kept.write_text(json.dumps(data))
+    assert images.library_binds(image) == real
+    early.discard()
+    data = json.loads(kept.read_text())
+    data["value"]["binds"] = [["/marker", "/opt/marker"]]
+    kept.write_text(json.dumps(data))
+    assert images.library_binds(image) == real  # not a one-shot command: nothing kept is read
