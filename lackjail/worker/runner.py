@@ -96,32 +96,31 @@ def _again(code, *where):
 
 
 def _hold():
-    if _MONITORING:
-        sys.monitoring.set_events(MONITOR, _WATCH | _HOLD_EVENTS)
+    """From now on the program's every line, jump and call raises the verdict (`_again`)."""
+    sys.monitoring.set_events(MONITOR, _WATCH | _HOLD_EVENTS)
 
 
 def _release():
     """The run is over: back to RAISE events alone, every place watched again."""
-    if _MONITORING and sys.monitoring.get_events(MONITOR) != _WATCH:
+    if sys.monitoring.get_events(MONITOR) != _WATCH:
         sys.monitoring.set_events(MONITOR, _WATCH)
         sys.monitoring.restart_events()
 
 
-def _monitor() -> bool:
-    """Take MONITOR's tool id (False where another tool holds it: a test process's tracer;
-    in the jail it is always free)."""
-    try:
+def _monitor() -> None:
+    """Take MONITOR's tool id, from whatever holds it (in the jail nothing does): the
+    python level's handlers are safe only with the hold in place."""
+    if sys.monitoring.get_tool(MONITOR) != "lackjail":
+        if sys.monitoring.get_tool(MONITOR) is not None:
+            sys.monitoring.free_tool_id(MONITOR)
         sys.monitoring.use_tool_id(MONITOR, "lackjail")
-    except ValueError:
-        return False
     sys.monitoring.register_callback(MONITOR, _WATCH, _Raised())
     for event in (_EVENTS.LINE, _EVENTS.JUMP, _EVENTS.PY_START, _EVENTS.PY_RESUME):
         sys.monitoring.register_callback(MONITOR, event, _again)
     sys.monitoring.set_events(MONITOR, _WATCH)
-    return True
 
 
-_MONITORING = _monitor()
+_monitor()
 
 
 class _Invalid(Exception):
@@ -378,10 +377,11 @@ def _code_tree(code):
 
 
 def _describe(exc):
-    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails."""
+    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails
+    (or, after a stop verdict, raises it again: the verdict is the run's, this text is not)."""
     try:
         return f"{type(exc).__name__}: {exc}"
-    except Exception:
+    except BaseException:
         return f"{type(exc).__name__}: (its message could not be made into text)"
 
 
