@@ -298,9 +298,11 @@ class Jail:
                 yield done.job[0], done.value
 
     def _map_concurrency(self) -> int:
-        # One caller more than jails per jail: while a jail runs one program,
-        # the controller prepares the next (validation, kit session).
-        return 2 * self.pool.size
+        # Fresh mode: one caller more than jails per jail: while a jail runs one program,
+        # the controller prepares the next (validation, kit session). Reuse mode: one per
+        # jail: a reused child answers at once, and more callers only contend for the one
+        # interpreter's GIL (2 jails: ~5,960 runs/s from 2 callers, ~4,600 from 4).
+        return self.pool.size if self.pool.mode == "reuse" else 2 * self.pool.size
 
     def _limits(self, timeout, cpu_s, memory_mb) -> Limits:
         """The policy's limits, tightened by a call's; PolicyError for a looser or bad value."""

@@ -48,9 +48,16 @@ def importer(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A0
     facade = MODULES.get(name) if level == 0 else None
     if facade is not None:
         return facade
+    if level != 0:  # a program is a script: no package around it, as in CPython
+        raise ImportError("attempted relative import with no known parent package")
+    head = name.partition(".")[0]
+    if head[:1] != "_" and head not in sys.stdlib_module_names:
+        # numpy, or the jail's own packages: never handed out; CPython's words where one
+        # is not installed (the validator lets a program try: `except ImportError`)
+        raise ModuleNotFoundError(f"No module named {head!r}", name=head)
     if not MODULES:
         raise ImportError("this jail was started without the python level's modules")
-    if level == 0 and name in sys.modules:
+    if name in sys.modules:
         return None
     raise ImportError(f"no module named {name!r} in the jail")
 
