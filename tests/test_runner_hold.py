@@ -97,3 +97,18 @@ def test_a_run_without_a_verdict_runs_its_handlers_as_cpython_does(run):
     assert (result["status"], result["value"]) == ("ok", [0, "caught", 2, "SystemExit(2)"])
     # and the next run starts without a hold
     assert run("1 + 1")["value"] == 2
+
+
+def test_a_memory_error_the_program_raises_itself_is_its_own(run):
+    """Only the interpreter's MemoryError (an allocation refused) is the memory verdict."""
+    import opcode
+
+    assert runner._RAISE == opcode.opmap["RAISE_VARARGS"]
+    result = run(
+        "try:\n    raise MemoryError('out of memory')\nexcept MemoryError as e:\n    x = repr(e)\n"
+        "class Mine(MemoryError):\n    pass\ntry:\n    raise Mine\nexcept BaseException:\n"
+        "    pass\nx"
+    )
+    assert (result["status"], result["value"]) == ("ok", "MemoryError('out of memory')"), result
+    result = run("raise MemoryError('mine')")
+    assert result["status"] == "memory"  # uncaught, it ends the run as before

@@ -167,7 +167,8 @@ RULEBOOK = {
     "undefined-name": (
         "a name is a builtin, a tool or a parameter, or something binds it before its use "
         "(a later binding counts inside the same loop, and anywhere for a function body; "
-        "python: a name nothing binds raises NameError when it is reached, as in CPython)",
+        "python: a name nothing binds raises NameError when it is reached, as in CPython, "
+        "but a bundled kit's tool that the kit lacks is named before the run)",
         "x = y + 1",
         "y = 1\nx = y + 1",
         "lackpy",

@@ -65,11 +65,15 @@ _EVENTS = sys.monitoring.events
 _WATCH = _EVENTS.RAISE
 _HOLD_EVENTS = _EVENTS.LINE | _EVENTS.JUMP | _EVENTS.PY_START | _EVENTS.PY_RESUME
 _MEMORY: list = [None]  # the memory verdict while a program runs (run_one), else None
+# The opcode of `raise X` (the last instruction of this code), without importing opcode: a
+# MemoryError a program raises itself is its own exception, not the memory limit.
+_RAISE = compile("raise X", "", "exec").co_code[-2]
 
 
 class _Raised:
     """RAISE's callback: a MemoryError while a program runs is the run's verdict, caught or
-    not (the program would go on near its limit, or loop catching it until its CPU time ends).
+    not (the program would go on near its limit, or loop catching it until its CPU time ends),
+    unless a `raise` statement raised it (the program's own, or a library's).
 
     An object, called through its __call__, not a function: where a runaway recursion ends,
     the call of a callback fails too, and its RecursionError takes the place of the one being
@@ -81,7 +85,12 @@ class _Raised:
     __slots__ = ()
 
     def __call__(self, code, offset, exc):
-        if _MEMORY[0] is not None and isinstance(exc, MemoryError) and not _STOPS:
+        if (
+            _MEMORY[0] is not None
+            and isinstance(exc, MemoryError)
+            and not _STOPS
+            and code.co_code[offset] != _RAISE
+        ):
             _STOPS.append(_MEMORY[0])
             _hold()
 
