@@ -435,11 +435,12 @@ class Jail:
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):
         if kit is None and not extra_tools and not tools:
             return None
-        from lackjail.kit import Kit, Toolbox, resolve_kit
+        from lackjail.kit import resolve_kit
 
         resolved = resolve_kit(kit, workspace=self._root, extra_tools=extra_tools)
         if not tools:
             return resolved
+        from lackjail.kit import Kit, Toolbox
         from lackjail.kit.tools.callables import CallableProvider, callable_specs  # asyncio
 
         box = Toolbox()  # the kit's, and this Jail's callables: a caller's toolbox stays as it was

@@ -225,10 +225,13 @@ def _tool_names(kit) -> tuple[tuple, tuple]:
 def _signatures(kit) -> dict:
     """Call name -> ((argument, accepted base types or None for any, required), ...): the data
     lang.calls checks calls against, from a resolved kit's specs (none from a list of names)."""
+    specs = getattr(kit, "specs", {})
+    if not specs:
+        return {}
     from lackjail.kit.tools.toolspec import parse_type
 
     signatures = {}
-    for call, spec in getattr(kit, "specs", {}).items():
+    for call, spec in specs.items():
         params = []
         for arg in spec.args:
             types = parse_type(arg.type, f"argument '{arg.name}' of tool '{call}'")
