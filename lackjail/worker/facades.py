@@ -7,8 +7,9 @@ builds, for each, a fresh module object holding only the table's names. A
 program's `import json` finds the facade through `importer`, the `__import__`
 of the python level's builtins; the real module never reaches the program.
 
-A few names are wrapped, so that their arguments cannot name attributes or
-reach the process's own streams: functools.wraps/update_wrapper (no
+A few names are wrapped, so that their arguments cannot name attributes, run text
+or reach the process's own streams: dataclasses.dataclass (field names that are
+identifiers only: it exec()s them), functools.wraps/update_wrapper (no
 `assigned`/`updated`), hashlib.new (algorithms_guaranteed only), pprint.pprint
 and pprint.pp (they print with the program's print), sys.stdout and sys.stderr
 (the program's output: lackjail.worker.streams), sys's recursion limit (the
@@ -251,9 +252,34 @@ def _depth(frame):
     return depth
 
 
+def _field_names(cls, iskeyword):
+    """Refuse (TypeError) a class whose dataclass fields are not all named by identifiers.
+    dataclasses writes each field's name into the source text of the methods it makes and
+    exec()s it: a class statement's annotations are identifiers, but a program can give a
+    class other names (a TypedDict's keys copied by update_wrapper, a base's Field renamed)
+    and have its own text run there, beyond the validator's sight. The names checked are
+    those dataclasses takes: the class's own annotations and its bases' fields."""
+    if not isinstance(cls, builtins.type):
+        return  # dataclass() says what is wrong with it
+    annotations = cls.__dict__.get("__annotations__", None)
+    if annotations is not None and builtins.type(annotations) is not dict:
+        raise TypeError("a dataclass's annotations are a plain dict in the jail")
+    names = list(annotations or ())
+    for base in cls.__mro__[-1:0:-1]:
+        fields = getattr(base, "__dataclass_fields__", None)
+        if builtins.type(fields) is dict:
+            names += [field.name for field in fields.values()]
+    for name in names:
+        if builtins.type(name) is not str or not name.isidentifier() or iskeyword(name):
+            raise TypeError(
+                f"a dataclass field name must be an identifier in the jail, not {name!r}"
+            )
+
+
 def _wrappers(modules):
     """The wrapped names, by module."""
     functools, hashlib, pprint = modules["functools"], modules["hashlib"], modules["pprint"]
+    dataclasses = modules["dataclasses"]
     index = modules["operator"].index
 
     def setrecursionlimit(limit, /):
@@ -275,6 +301,15 @@ def _wrappers(modules):
 
     def getrecursionlimit():
         return sys.getrecursionlimit() - BELOW[0]
+
+    def dataclass(cls=None, /, **kwargs):
+        make = dataclasses.dataclass(**kwargs)  # a bad keyword is refused here, as CPython's
+
+        def checked(cls):
+            _field_names(cls, modules["keyword"].iskeyword)
+            return make(cls)
+
+        return checked if cls is None else checked(cls)
 
     def wraps(wrapped, /):
         return functools.wraps(wrapped)
@@ -300,6 +335,7 @@ def _wrappers(modules):
 
     pprint_.__name__ = pprint_.__qualname__ = "pprint"
     return {
+        "dataclasses": {"dataclass": dataclass},
         "functools": {"wraps": wraps, "update_wrapper": update_wrapper},
         "hashlib": {"new": new},
         "pprint": {"pprint": pprint_, "pp": pp},

@@ -369,3 +369,42 @@ def test_no_module_frame_code_or_stream_is_reachable_without_dunders(modules):
         walk(obj, f"instance{index}", 1)
     assert len(seen) > 1500  # the walk went somewhere
     assert not found, found
+
+
+def test_dataclass_takes_only_identifiers_as_field_names(modules):
+    """dataclasses writes field names into the text of the methods it makes and exec()s it:
+    a name that is code ran beyond the validator's sight (a TypedDict's keys copied onto a
+    class by update_wrapper, or a base's Field renamed afterwards)."""
+    dataclass, fields = modules["dataclasses"].dataclass, modules["dataclasses"].fields
+    code = "a,1/0)#"  # in __eq__'s text: `return (self.a,1/0)#,)==(other.a,1/0)#,)`
+    typed = modules["typing"].TypedDict("T", {code: int})
+
+    class Copied:
+        a = 1
+
+    with pytest.raises(AttributeError):  # after __annotations__ was set: a class's
+        modules["functools"].update_wrapper(Copied, typed)  # __dict__ has no update
+    with pytest.raises(TypeError, match="must be an identifier"):
+        dataclass(Copied, init=False, repr=False)
+    with pytest.raises(TypeError, match="must be an identifier"):
+        dataclass(init=False)(Copied)
+
+    @dataclass
+    class Base:
+        x: int = 0
+
+    fields(Base)[0].name = code
+    with pytest.raises(TypeError, match="must be an identifier"):
+
+        @dataclass
+        class Derived(Base):
+            y: int = 1
+
+    @dataclass(frozen=True, order=True)
+    class Plain:
+        x: int = 1
+        y: str = "b"
+
+    assert (Plain() < Plain(2), Plain(y="c").y) == (True, "c")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        dataclass(nonsense=True)
