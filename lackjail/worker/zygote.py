@@ -157,9 +157,7 @@ class Zygote:
     def command(self):
         """Answer one control frame; False when the zygote must exit."""
         try:
-            msg = protocol.read_frame(
-                self.ctrl.recv, ("ping", "cancel", "limit", "load", "stop")
-            )
+            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "limit", "load", "stop"))
         except (EOFError, OSError, protocol.ProtocolError):
             msg = protocol.make_stop()
         if msg["t"] == "ping":
