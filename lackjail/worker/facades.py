@@ -460,7 +460,8 @@ def _imported_inside(values) -> set:
 
     load_const, import_name = opcode.opmap["LOAD_CONST"], opcode.opmap["IMPORT_NAME"]
     extended = opcode.opmap["EXTENDED_ARG"]
-    codes, found = [], set()
+    codes: list = []
+    found: set = set()
     for value in values:
         members = list(vars(value).values()) if isinstance(value, builtins.type) else [value]
         for member in members:
