@@ -9,6 +9,7 @@ import ast
 import io
 import os
 import string
+import sys
 import time
 import tokenize
 
@@ -855,10 +856,15 @@ def _is_super_call(node) -> bool:
     )
 
 
+def _outside_stdlib(module) -> bool:
+    head = module.partition(".")[0]
+    return not head.startswith("_") and head not in sys.stdlib_module_names
+
+
 def assert_obeys_python(source):
     """The naive checker for the python level."""
     tree = ast.parse(accepted_text(source))
-    modules = {}
+    bound = _bound_anywhere(tree)
     named = {  # `x.__class__` whose only use is its name: x.__class__.__name__
         id(node.value)
         for node in ast.walk(tree)
@@ -886,6 +892,9 @@ def assert_obeys_python(source):
                 assert {w for w in DUNDER_WORD.findall(text)} <= {"__main__"}, text
         elif isinstance(node, ast.Name):
             assert node.id not in PYTHON_DANGEROUS
+            # a name nothing binds is NameError at run time, but one a facade exports must be
+            # imported to be read
+            assert node.id not in ("compile", "reduce", "sys") or node.id in bound, node.id
             if node.id.startswith("__") and node.id.endswith("__"):
                 assert node.id in ("__name__", "__all__", "__version__", "__author__") or (
                     isinstance(node.ctx, ast.Store)
@@ -900,8 +909,13 @@ def assert_obeys_python(source):
                 if isinstance(name, str):
                     assert not name.startswith(("_", *INTERNAL)), name
                     assert name not in ("mro", "with_traceback", "format", "format_map"), name
-            if node.func.id == "type" and "type" not in modules:
-                assert len(node.args) == 1 and not node.keywords
+            # type(name, bases, namespace) is a class statement: its literal namespace defines
+            # no hook (the jail's type() checks every key again when it is called)
+            if node.func.id == "type" and len(node.args) == 3:
+                namespace = node.args[2]
+                if isinstance(namespace, ast.Dict):
+                    keys = {k.value for k in namespace.keys if isinstance(k, ast.Constant)}
+                    assert not keys & HOOKS, keys
             if node.func.id == "super":
                 assert len(node.args) in (0, 2) and not node.keywords
         elif isinstance(node, ast.ClassDef):
@@ -913,15 +927,15 @@ def assert_obeys_python(source):
             assert node.name not in HOOKS
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                assert alias.name in FACADES and alias.name != "__future__", alias.name
-                modules[alias.asname or alias.name] = alias.name
+                if not _outside_stdlib(alias.name):  # which the jail never has: ImportError
+                    assert alias.name in FACADES and alias.name != "__future__", alias.name
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0 and node.module in FACADES
             star = [alias.name for alias in node.names] == ["*"]
-            assert star or all(alias.name in FACADES[node.module] for alias in node.names)
             assert not star or node in tree.body, "import * inside a function"
-        elif isinstance(node, ast.ExceptHandler):
-            assert node.type is not None, "a bare except catches the stop verdicts"
+            if node.level == 0 and not _outside_stdlib(node.module):
+                assert node.module in FACADES
+                assert star or all(alias.name in FACADES[node.module] for alias in node.names)
+        # a bare except is allowed: the runner raises a stop verdict again at the next line
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:  # a keyword pattern reads that attribute
                 assert not (attr.startswith("__") and attr.endswith("__")), attr
@@ -1012,12 +1026,14 @@ FROM_IMPORTS = mostly(
         "from functools import wraps, reduce",
         "from typing import Optional",
         "from json import *",
+        "from . import x",
+        "from numpy import array",
+        "import numpy as np",
     ],
     [
         "from json import codecs",
         "from typing import get_type_hints",
         "from operator import attrgetter",
-        "from . import x",
         "from os import path",
         "from string import Formatter",
     ],

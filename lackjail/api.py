@@ -298,9 +298,11 @@ class Jail:
                 yield done.job[0], done.value
 
     def _map_concurrency(self) -> int:
-        # One caller more than jails per jail: while a jail runs one program,
-        # the controller prepares the next (validation, kit session).
-        return 2 * self.pool.size
+        # Fresh mode: one caller more than jails per jail: while a jail runs one program,
+        # the controller prepares the next (validation, kit session). Reuse mode: one per
+        # jail: a reused child answers at once, and more callers only contend for the one
+        # interpreter's GIL (2 jails: ~5,960 runs/s from 2 callers, ~4,600 from 4).
+        return self.pool.size if self.pool.mode == "reuse" else 2 * self.pool.size
 
     def _limits(self, timeout, cpu_s, memory_mb) -> Limits:
         """The policy's limits, tightened by a call's; PolicyError for a looser or bad value."""
@@ -437,11 +439,12 @@ class Jail:
     def _resolve_kit(self, kit, extra_tools, tools, tool_loop):
         if kit is None and not extra_tools and not tools:
             return None
-        from lackjail.kit import Kit, Toolbox, resolve_kit
+        from lackjail.kit import resolve_kit
 
         resolved = resolve_kit(kit, workspace=self._root, extra_tools=extra_tools)
         if not tools:
             return resolved
+        from lackjail.kit import Kit, Toolbox
         from lackjail.kit.tools.callables import CallableProvider, callable_specs  # asyncio
 
         box = Toolbox()  # the kit's, and this Jail's callables: a caller's toolbox stays as it was

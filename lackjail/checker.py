@@ -104,7 +104,7 @@ class Checker:
             return result
         return self._name_higher_levels(result, program, names, defined)
 
-    def _at(self, level: str, program, names: tuple, defined: tuple, rules=None):
+    def _at(self, level: str, program, names: tuple, defined: tuple, rules=None, hints=None):
         return lang.validate(
             program,
             tools=self.calls,
@@ -113,7 +113,7 @@ class Checker:
             rules=self.rules if rules is None else rules,
             limits=self.limits,
             language=level,
-            hints=self.hints,
+            hints=hints or self.hints,
             signatures=self.signatures,
         )
 
@@ -128,7 +128,12 @@ class Checker:
         for level in self.higher:
             if len(hinted) == len(lines):
                 break
-            busy = {e.line for e in self._at(level, program, names, defined, rules=()).errors}
+            # a name nothing binds counts against a level that accepts it (the python level
+            # only raises NameError when the program reaches it): that level does not need it
+            busy = {
+                e.line
+                for e in self._at(level, program, names, defined, rules=(), hints=_UNBOUND).errors
+            }
             for line in lines - busy:
                 hinted.setdefault(line, level)
         if not hinted:
@@ -226,10 +231,13 @@ def _tool_names(kit) -> tuple[tuple, tuple]:
 def _signatures(kit) -> dict:
     """Call name -> ((argument, accepted base types or None for any, required), ...): the data
     lang.calls checks calls against, from a resolved kit's specs (none from a list of names)."""
+    specs = getattr(kit, "specs", {})
+    if not specs:
+        return {}
     from lackjail.kit.tools.toolspec import parse_type
 
     signatures = {}
-    for call, spec in getattr(kit, "specs", {}).items():
+    for call, spec in specs.items():
         params = []
         for arg in spec.args:
             types = parse_type(arg.type, f"argument '{arg.name}' of tool '{call}'")
@@ -247,6 +255,17 @@ class _Hints:
 
     def get(self, name):
         return None if name in self.tools else bundled_hints().get(name)
+
+
+class _Unbound:
+    """Hints that make every name nothing binds an error, at the python level too."""
+
+    @staticmethod
+    def get(name):
+        return ""
+
+
+_UNBOUND = _Unbound()
 
 
 @functools.cache

@@ -11,13 +11,13 @@ staged writes) nor the kits' documentation.
 
 import importlib
 
+from lackjail.kit.assembly.kit import Kit
+
 TYPE_CHECKING = False  # typing's own costs an import; the type checker reads this name alike
 if TYPE_CHECKING:
     from lackjail.errors import CommitError, KitError, LimitExceeded, ToolCallError, ToolDenied
     from lackjail.kit.assembly.docs import resolve_doc
-    from lackjail.kit.assembly.kit import Kit
     from lackjail.kit.assembly.kitfile import format_kit, list_kits, read_kit, write_kit
-    from lackjail.kit.assembly.resolve import resolve_kit
     from lackjail.kit.assembly.toolbox import Toolbox, default_toolbox
     from lackjail.kit.calls.session import CallOutcome, ToolSession
     from lackjail.kit.tools.docspec import parse_docstring, spec_from_function
@@ -33,12 +33,10 @@ _EXPORTS = {
     "ToolCallError": "lackjail.errors",
     "ToolDenied": "lackjail.errors",
     "resolve_doc": "lackjail.kit.assembly.docs",
-    "Kit": "lackjail.kit.assembly.kit",
     "format_kit": "lackjail.kit.assembly.kitfile",
     "list_kits": "lackjail.kit.assembly.kitfile",
     "read_kit": "lackjail.kit.assembly.kitfile",
     "write_kit": "lackjail.kit.assembly.kitfile",
-    "resolve_kit": "lackjail.kit.assembly.resolve",
     "Toolbox": "lackjail.kit.assembly.toolbox",
     "default_toolbox": "lackjail.kit.assembly.toolbox",
     "CallOutcome": "lackjail.kit.calls.session",
@@ -96,3 +94,15 @@ def __getattr__(name):
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def resolve_kit(spec, workspace=None, extra_tools=None, toolbox=None, extra_label="extra_tools"):
+    """One checked Kit from any kit form (see `lackjail.kit.assembly.resolve.resolve_kit`).
+    The kit of no tools (None, "none", or such a Kit) is made here, without importing the
+    modules of the tools and of kit files."""
+    empty = isinstance(spec, Kit) and not spec.specs and not spec.packs and not spec.docs
+    if extra_tools is None and toolbox is None and (spec is None or spec == "none" or empty):
+        return spec if isinstance(spec, Kit) else Kit.empty()
+    from lackjail.kit.assembly.resolve import resolve_kit as resolve
+
+    return resolve(spec, workspace, extra_tools, toolbox, extra_label)

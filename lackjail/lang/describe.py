@@ -62,7 +62,13 @@ SUMMARIES = {
         "the run's output; sys.setrecursionlimit stops at "
         f"{MAX_RECURSION_LIMIT:,}) -- a kit tool does that. "
         "`time.sleep` counts against the wall-clock limit; `random` is seeded afresh in "
-        "every run's process."
+        "every run's process. As in CPython: a name nothing binds raises NameError when it is "
+        "reached; importing a module outside the standard library (numpy, requests ...) raises "
+        "ModuleNotFoundError and a relative import ImportError, so `try: import numpy` / "
+        "`except ImportError:` works; a bare `except:`, `except BaseException:` and "
+        "return/break/continue in `finally` are allowed. A stop verdict (time, memory, output "
+        "or a tool's) still ends the run: whatever catches it, the program's next line raises "
+        "it again, and a MemoryError ends the run with `memory`, caught or not."
     ),
 }
 
@@ -70,7 +76,9 @@ UNDEFINED = (
     "Every name a program reads is a builtin, a tool or a parameter, or is bound before it is "
     "read: earlier in the program, earlier or later in the same loop, or (for a function, "
     "lambda or generator body, which runs later) anywhere in an enclosing scope. Conditional "
-    "bindings count; an `except ... as e` name ends with its handler."
+    "bindings count; an `except ... as e` name ends with its handler. At the python level "
+    "a name nothing binds is CPython's NameError when the program reaches it (a forbidden "
+    "name it may import, sys, compile, reduce, must still be bound: import it)."
 )
 
 POSITIONS = (

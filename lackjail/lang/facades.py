@@ -229,8 +229,6 @@ INSTEAD = {
     "ssl": _NETWORK,
     "urllib": _NETWORK + " (urllib.parse: from urllib.parse import ...)",
     "http": _NETWORK,
-    "requests": _NETWORK,
-    "httpx": _NETWORK,
     "importlib": _CODE,
     "inspect": _CODE,
     "types": _CODE,

@@ -121,9 +121,17 @@ EXCEPTION_NAMES = (
     "ToolError",
 )
 
-# What the python level adds to them: every other Exception class of the builtins
-# (a program's own classes and a facade's are named too: `except json.JSONDecodeError`).
+# What the python level adds to them: every other exception class of the builtins, the
+# BaseException ones too (a program's own classes and a facade's are named as well: `except
+# json.JSONDecodeError`). A handler that catches a stop verdict does not keep the program
+# running: the runner raises the verdict again at the program's next line.
 PYTHON_EXCEPTION_NAMES = (
+    "BaseException",
+    "BaseExceptionGroup",
+    "GeneratorExit",
+    "KeyboardInterrupt",
+    "StopAsyncIteration",
+    "SystemExit",
     "BlockingIOError",
     "BrokenPipeError",
     "BufferError",
@@ -477,6 +485,34 @@ FORBIDDEN_NAMES = frozenset(
         "socket",
     }
 )
+
+# What the python level's forbidden-name message says to write instead (a module's name:
+# the import-module rule's words, facades.INSTEAD); a '__' name needs none: nothing replaces it.
+_CODE_INSTEAD = "the jail runs no code built at run time: write it in the program"
+_NAMES_INSTEAD = "keep values built at run time in a dict, and read the names the program binds"
+FORBIDDEN_INSTEAD = {
+    "eval": _CODE_INSTEAD,
+    "exec": _CODE_INSTEAD,
+    "compile": _CODE_INSTEAD + " (re.compile: from re import compile)",
+    "breakpoint": "print() the values to look at",
+    "help": "the python level's spec lists what a program may use",
+    "exit": "raise an exception, or let the program end",
+    "quit": "raise an exception, or let the program end",
+    "copyright": "leave it out",
+    "credits": "leave it out",
+    "license": "leave it out",
+    "open": "call a tool of the kit that reads or writes files (read_file, write_file)",
+    "input": "parameters instead of input()",
+    "globals": _NAMES_INSTEAD,
+    "locals": _NAMES_INSTEAD,
+    "vars": _NAMES_INSTEAD,
+    "dir": "hasattr(x, 'name'), or the spec's lists of names",
+    "delattr": "del obj.name with the name spelt out",
+    "memoryview": "bytes or bytearray, sliced",
+    "aiter": "async is not available: iter()",
+    "anext": "async is not available: next()",
+}
+
 
 # Attribute names denied although they do not start with "_": format field
 # paths do attribute lookups in C, and these expose frames, generators,

@@ -166,7 +166,9 @@ RULEBOOK = {
     ),
     "undefined-name": (
         "a name is a builtin, a tool or a parameter, or something binds it before its use "
-        "(a later binding counts inside the same loop, and anywhere for a function body)",
+        "(a later binding counts inside the same loop, and anywhere for a function body; "
+        "python: a name nothing binds raises NameError when it is reached, as in CPython, "
+        "but a bundled kit's tool that the kit lacks is named before the run)",
         "x = y + 1",
         "y = 1\nx = y + 1",
         "lackpy",
@@ -231,8 +233,8 @@ RULEBOOK = {
     ),
     "except-class": (
         "extended: an except clause names builtin exception classes (or ToolError); "
-        "no bare except, no BaseException (python: also a program's classes and a module's, "
-        "json.JSONDecodeError)",
+        "no bare except, no BaseException (python: as in CPython, any expression and a bare "
+        "except; a stop verdict outlives the handler)",
         "try:\n    x = 1\nexcept:\n    x = 2",
         "try:\n    x = 1\nexcept ValueError:\n    x = 2",
         "extended",
@@ -245,7 +247,7 @@ RULEBOOK = {
     ),
     "finally-exit": (
         "extended: no return, break or continue in a finally block (it would swallow "
-        "any exception, stop verdicts included)",
+        "any exception; python: allowed, a stop verdict is raised again at the next line)",
         "def f():\n    try:\n        return 1\n    finally:\n        return 2",
         "def f():\n    try:\n        return 1\n    finally:\n        print('done')",
         "extended",
@@ -277,8 +279,9 @@ RULEBOOK = {
         "python",
     ),
     "import-module": (
-        "python: a module imported is one of the spec's modules, by its own name (no submodule, "
-        "no relative import)",
+        "python: a standard-library module imported is one of the spec's modules, by its own "
+        "name (no submodule); a module outside the standard library, or a relative import, "
+        "is accepted and raises ImportError when it runs, as where it is not installed",
         "import os",
         "import json",
         "python",

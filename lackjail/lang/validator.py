@@ -6,6 +6,7 @@ comprehensions); the jail compiles, after validating again.
 """
 
 import _ast as ast  # the node classes; ast.py would bring re and enum into every jail's start
+import sys
 import warnings
 from _string import formatter_parser  # string.Formatter.parse, without importing string
 
@@ -18,6 +19,8 @@ from .grammar import (
     DEFAULT_LANGUAGE,
     DEFINABLE_DUNDERS,
     FORBIDDEN_CONSTRUCTS,
+    FORBIDDEN_INSTEAD,
+    FORBIDDEN_NAMES,
     FORBIDDEN_OPERATORS,
     FORMAT_ATTRIBUTES,
     INTERNAL_ATTRIBUTE_PREFIXES,
@@ -225,6 +228,23 @@ _SELF_MATCHING = frozenset(
 
 # namedtuple's documented API, spelt with a leading '_' so as not to clash with field names.
 _NAMEDTUPLE_API = frozenset({"_make", "_asdict", "_replace", "_fields", "_field_defaults"})
+
+
+def _foreign(module) -> bool:
+    """Is MODULE outside CPython's standard library (numpy, requests, a program's own
+    package)? Importing one fails in the jail as where it is not installed. A '_' name
+    counts as the standard library's (its private modules are not all listed)."""
+    head = module.partition(".")[0]
+    return head[:1] != "_" and head not in sys.stdlib_module_names
+
+
+def _importing(ident) -> str:
+    """The import statement that binds IDENT from a facade (`import sys`, `from re import
+    compile`)."""
+    if ident in FACADES:
+        return f"import {ident}"
+    module = next((m for m, names in FACADES.items() if ident in names), None)
+    return f"from {module} import {ident}" if module else f"import {ident}"
 
 
 def _is_dunder(name) -> bool:
@@ -499,9 +519,14 @@ class _Walker:
                 outer.late.append(item)
 
     def read(self, ident, line, col):
-        """A read of IDENT (not a known name): bound already, or bound later where that counts."""
+        """A read of IDENT (not a known name): bound already, or bound later where that counts.
+        At the python level a name nothing binds is Python's NameError when it is reached, as
+        in CPython; only a forbidden name a program may bind (by importing it), and a name
+        with a hint (a tool of another kit: the program meant a tool), must be bound."""
         scope = self.current
-        if ident not in scope.names:
+        if ident not in scope.names and (
+            not self.python or ident in FORBIDDEN_NAMES or self.hints is not _NO_HINTS
+        ):
             self.wait(scope, (ident, line, col))
 
     def wait(self, scope, item):
@@ -516,11 +541,22 @@ class _Walker:
 
     def undefined(self, item):
         ident, line, col = item
+        if self.python and ident in FORBIDDEN_NAMES:  # one a facade exports: sys, compile
+            self.error(
+                "forbidden-name",
+                f"{ident!r} is a forbidden name in {self.names.level} unless the program "
+                f"binds it: {_importing(ident)}",
+                line,
+                col,
+            )
+            return
+        hint = self.hints.get(ident)
+        if self.python and hint is None:  # NameError when the program reaches it
+            return
         message = (
             f"name {ident!r} is not defined: it is not a builtin, a tool or a parameter, "
             "and nothing binds it before this use"
         )
-        hint = self.hints.get(ident)
         self.error("undefined-name", f"{message}; {hint}" if hint else message, line, col)
 
     def loop(self, body, depth, test=None):
@@ -568,9 +604,9 @@ class _Walker:
     def check_name(self, ident, line, col, what="name") -> bool:
         """A name or parameter: no forbidden name, no leading '__' (False, and an error)."""
         if ident in self.forbidden_names:
-            self.error(
-                "forbidden-name", f"{ident!r} is a forbidden name in {self.names.level}", line, col
-            )
+            message = f"{ident!r} is a forbidden name in {self.names.level}"
+            instead = (FORBIDDEN_INSTEAD.get(ident) or INSTEAD.get(ident)) if self.python else None
+            self.error("forbidden-name", f"{message}: {instead}" if instead else message, line, col)
         elif ident[:2] == "__" and (not self.python or ident[-2:] == "__"):
             self.error(
                 "dunder-name",
@@ -1318,7 +1354,7 @@ class _Walker:
         scope = self.current
         if scope.kind != _FUNCTION:
             self.misplaced(node, "'return' is only allowed inside a function")
-        elif scope.in_finally:
+        elif scope.in_finally and not self.python:
             self.finally_exit(node, "return")
         if node.value is not None:
             self.visit(node.value, depth)
@@ -1327,7 +1363,7 @@ class _Walker:
         loops = self.current.loops
         if not loops:
             self.misplaced(node, f"'{word}' is only allowed inside a loop")
-        elif self.current.in_finally > loops[-1][1]:
+        elif self.current.in_finally > loops[-1][1] and not self.python:
             self.finally_exit(node, word)
 
     def v_break(self, node, depth):
@@ -1364,25 +1400,28 @@ class _Walker:
     def handler(self, node, depth):
         self.enter(node, depth)
         kind = node.type
+        # The python level's except clause is CPython's: bare, or any expression (a class
+        # that is no exception is a TypeError when an exception meets it). A stop verdict a
+        # handler catches is raised again at the program's next line: nothing is lost.
         if kind is None:
-            self.error(
-                "except-class",
-                "a bare 'except:' is not allowed: name the classes, e.g. except Exception:",
-                node.lineno,
-                node.col_offset,
-            )
+            if not self.python:
+                self.error(
+                    "except-class",
+                    "a bare 'except:' is not allowed: name the classes, e.g. except Exception:",
+                    node.lineno,
+                    node.col_offset,
+                )
         else:
-            for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
-                if self.python:
-                    self.python_except(cls)
-                elif cls.__class__ is not _NAME or cls.id not in self.names.exceptions:
-                    self.error(
-                        "except-class",
-                        "except names builtin exception classes (Exception, ValueError, "
-                        "KeyError, ..., ToolError), alone or in a tuple",
-                        cls.lineno,
-                        cls.col_offset,
-                    )
+            if not self.python:
+                for cls in kind.elts if kind.__class__ is ast.Tuple else (kind,):
+                    if cls.__class__ is not _NAME or cls.id not in self.names.exceptions:
+                        self.error(
+                            "except-class",
+                            "except names builtin exception classes (Exception, ValueError, "
+                            "KeyError, ..., ToolError), alone or in a tuple",
+                            cls.lineno,
+                            cls.col_offset,
+                        )
             self.visit(kind, depth + 1)
         name, scope = node.name, self.current
         fresh = name is not None and name not in scope.names
@@ -1476,21 +1515,6 @@ class _Walker:
                     col,
                 )
 
-    def python_except(self, cls):
-        """An except clause's class at the python level: a name (a builtin class, or one
-        the program defined or imported) or an attribute path (json.JSONDecodeError)."""
-        node = cls
-        while node.__class__ is ast.Attribute:
-            node = node.value
-        if node.__class__ is not _NAME:
-            self.error(
-                "except-class",
-                "except names exception classes: a name (ValueError, MyError) or a module's "
-                "(json.JSONDecodeError), alone or in a tuple",
-                cls.lineno,
-                cls.col_offset,
-            )
-
     def dunder_method(self, node):
         """A '__' method in a class body: one of DEFINABLE_DUNDERS, spelt in ASCII."""
         ident = node.name
@@ -1544,10 +1568,14 @@ class _Walker:
             self.pop()
         self.bind_spelt(node.name, node, b"class", "class name")
 
-    def module_name(self, module, node) -> bool:
-        """Is MODULE a facade (True), else an error naming what to write instead?"""
+    def module_name(self, module, node):
+        """Is MODULE a facade (True), one outside the standard library (None: importing it
+        fails in the jail, as where it is not installed), else an error naming what to
+        write instead (False)?"""
         if module in FACADES and module != "__future__":
             return True
+        if _foreign(module):
+            return None
         instead = INSTEAD.get(module) or INSTEAD.get(module.partition(".")[0])
         if instead is None:
             head = module.partition(".")[0]
@@ -1587,6 +1615,14 @@ class _Walker:
                 col,
             )
 
+    def bind_alias(self, alias, name, what):
+        """Bind NAME, what ALIAS (`a`, `a.b`, `a as b`) binds, where it is spelt: at the
+        alias's start, or (`as b`) at its end (the identifier checks read the source there)."""
+        line, col = alias.lineno, alias.col_offset
+        if alias.asname is not None and alias.end_lineno is not None:
+            line, col = alias.end_lineno, alias.end_col_offset - len(name)
+        self.bind_identifier(name, line, col, what)
+
     def v_import(self, node, depth):
         for alias in node.names:
             self.enter(alias, depth)
@@ -1598,23 +1634,23 @@ class _Walker:
                     alias.lineno,
                     alias.col_offset,
                 )
-            elif self.module_name(alias.name, alias):
-                name = alias.asname or alias.name
-                self.bind_identifier(name, alias.lineno, alias.col_offset, "module name")
-                self.modules[name] = alias.name
-                self.needs.add(alias.name)
+            else:
+                known = self.module_name(alias.name, alias)
+                if known is False:
+                    continue
+                name = alias.asname or alias.name.partition(".")[0]
+                self.bind_alias(alias, name, "module name")
+                if known:
+                    self.modules[name] = alias.name
+                    self.needs.add(alias.name)
 
     def v_importfrom(self, node, depth):
         module = node.module or ""
-        if node.level:
-            self.error(
-                "import-module",
-                "relative imports are not available: import a module by name",
-                node.lineno,
-                node.col_offset,
-            )
-            return
-        if module == "__future__" or self.module_name(module, node):
+        # a relative import, or one of a module outside the standard library, fails in the
+        # jail (ImportError): its names are bound, as they would be where it succeeded
+        if node.level or module != "__future__" and _foreign(module):
+            allowed = None
+        elif module == "__future__" or self.module_name(module, node):
             allowed = FACADES[module]
             self.needs.add(module)  # `from __future__ import ...` imports it at run time too
         else:
@@ -1623,13 +1659,15 @@ class _Walker:
             self.enter(node.names[0], depth)
             if self.current.kind != _MODULE:
                 self.misplaced(node, "'from ... import *' is only allowed at the module level")
-            for name in allowed:  # every name of the facade, as Python binds them
+            for name in allowed or ():  # every name of the facade, as Python binds them
                 if self.check_name(name, node.lineno, node.col_offset, "imported name"):
                     self.bind(name, node.lineno, node.col_offset)
             return
         for alias in node.names:
             self.enter(alias, depth)
-            if alias.name not in allowed:
+            if allowed is None:
+                self.bind_alias(alias, alias.asname or alias.name, "imported name")
+            elif alias.name not in allowed:
                 self.error(
                     "import-name",
                     f"{module} has no {alias.name!r} here; its names are {', '.join(allowed)}"
@@ -1640,9 +1678,7 @@ class _Walker:
                     alias.col_offset,
                 )
             elif module != "__future__":
-                self.bind_identifier(
-                    alias.asname or alias.name, alias.lineno, alias.col_offset, "imported name"
-                )
+                self.bind_alias(alias, alias.asname or alias.name, "imported name")
 
     def v_yield(self, node, depth):  # Yield, YieldFrom
         if not self.current.yields or self.comprehending:

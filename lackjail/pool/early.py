@@ -18,27 +18,28 @@ The plan lives in the user's own cache folder ($XDG_CACHE_HOME/lackjail, else
 folder and the file are the effective user's own, writable by no one else, neither reached
 through a symlink (by descriptor, O_NOFOLLOW); anything else is no plan (no early start), and
 it is written the same way (a new file beneath the folder's descriptor, renamed into place).
-Nothing of a workspace is read here. Only the standard library, and little of it: this runs
-before the command's imports.
+Nothing of a workspace is read here; the cache folder is reached through the one door for
+host paths (`workspace.hostfs`, `workspace.beneath`), as every other file.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
+import subprocess
 import sys
 import threading
 import zlib
 
 from lackjail.pool.spawn import Spawned, spawn
+from lackjail.workspace.beneath import open_host_dir
+from lackjail.workspace.hostfs import open_at, open_regular_at, read_fd
 
 # one plan (and memo) per interpreter and lackjail install: several side by side do not undo
 # each other's
 INSTALL = f"{zlib.crc32(f'{sys.executable}\0{__file__}'.encode()):08x}"
 PLAN_FILE = f"early-jail-{INSTALL}.json"
 MAX_PLAN_BYTES = 1 << 20
-FOLDER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _lock = threading.Lock()
 _begun = False  # `begin` was called: this process is a one-shot command, which keeps memos
@@ -71,7 +72,7 @@ def begin() -> None:
         try:
             _early = _spawn_config(binary, env, config)
             _plan = plan
-        except OSError:
+        except (OSError, ValueError, subprocess.SubprocessError):  # no early jail, that is all
             pass
 
 
@@ -133,8 +134,6 @@ def _writable_folder() -> int | None:
     here goes where the user meant, not where another user's symlink or folder leads (the
     controller may run as root in someone else's home). The walk there follows only root's
     or our own symlinks (`beneath.open_host_dir`). Else None: nothing is kept."""
-    from lackjail.workspace.beneath import open_host_dir
-
     base = cache_base()
     try:
         parent, _ = open_host_dir(os.path.dirname(os.path.abspath(base)))
@@ -142,7 +141,7 @@ def _writable_folder() -> int | None:
         return None
     opened = [parent]
     try:
-        for name in (os.path.basename(os.path.abspath(base)), "lackjail"):
+        for name in (os.path.basename(os.path.abspath(base)), "lackjail"):  # made if missing
             above = opened[-1]
             info = os.fstat(above)
             if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
@@ -151,7 +150,7 @@ def _writable_folder() -> int | None:
                 os.mkdir(name, 0o700, dir_fd=above)
             except FileExistsError:
                 pass
-            opened.append(os.open(name, FOLDER_FLAGS, dir_fd=above))
+            opened.append(open_at(above, name, os.O_PATH | os.O_DIRECTORY))
         folder = opened.pop()
         if _own(os.fstat(folder)):
             return folder
@@ -173,19 +172,15 @@ def read_plan() -> tuple | None:
 def _read_own(name: str) -> bytes | None:
     """File NAME of the cache folder, when both are ours alone (else None)."""
     try:
-        folder = os.open(cache_folder(), FOLDER_FLAGS)
+        folder, _ = open_host_dir(cache_folder())
     except OSError:
         return None
     try:
         if not _own(os.fstat(folder)):
             return None
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        fd = os.open(name, flags, dir_fd=folder)
+        fd = open_regular_at(folder, name)
         try:
-            info = os.fstat(fd)
-            if not (stat.S_ISREG(info.st_mode) and _own(info)) or info.st_size > MAX_PLAN_BYTES:
-                return None
-            return os.read(fd, MAX_PLAN_BYTES + 1)
+            return read_fd(fd, MAX_PLAN_BYTES) if _own(os.fstat(fd)) else None
         finally:
             os.close(fd)
     except OSError:
@@ -219,10 +214,7 @@ def _write_own(name: str, text: str) -> None:
         return
     tmp = f".{name}.{os.getpid()}.tmp"
     try:
-        if not _own(os.fstat(folder)):
-            return
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o600, dir_fd=folder)
+        fd = open_at(folder, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             view = memoryview(text.encode("utf-8"))
             while view:

@@ -45,15 +45,24 @@ def importer(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A0
     """`__import__` for the python level: a facade by its exact name, nothing else.
 
     C code imports through the `__import__` of the frame running (datetime.strptime
-    imports _strptime): a module loaded already answers None, for that call's side effect
-    only; the C caller then takes the module from sys.modules itself, a program gets None.
+    imports _strptime), with a list for a fromlist: a module loaded already answers None,
+    for that call's side effect only; the C caller then takes the module from sys.modules
+    itself. A module of the table this child's zygote has not loaded is an ImportError,
+    never an import (the controller lends a run a child that has its modules).
     """
     facade = MODULES.get(name) if level == 0 else None
     if facade is not None:
         return facade
-    if level == 0 and name in sys.modules and (type(fromlist) is list or name not in FACADES):
+    if level != 0:  # a program is a script: no package around it, as in CPython
+        raise ImportError("attempted relative import with no known parent package")
+    head = name.partition(".")[0]
+    if head[:1] != "_" and head not in sys.stdlib_module_names:
+        # numpy, or the jail's own packages: never handed out; CPython's words where one
+        # is not installed (the validator lets a program try: `except ImportError`)
+        raise ModuleNotFoundError(f"No module named {head!r}", name=head)
+    if name in sys.modules and (type(fromlist) is list or name not in FACADES):
         return None  # C code imports with a list for a fromlist; a statement never does
-    if level == 0 and name in FACADES:  # the controller lends a child that has it: a bug
+    if name in FACADES:  # the controller lends a child that has it loaded: a bug
         raise ImportError(
             f"module {name!r} was not loaded in this jail's child before the program ran "
             "(a child cannot load one): please report this"

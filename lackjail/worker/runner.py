@@ -36,21 +36,100 @@ _STOPS: list = []  # this run's verdicts, (status, message), first first (run_on
 
 
 class Stop(BaseException):
-    """Ends the run with a verdict (limit, denied, ...); programs cannot catch it.
+    """Ends the run with a verdict (limit, denied, memory ...); no program outlives it.
 
-    `except Exception` does not catch a BaseException and the validator rejects
-    a bare or BaseException `except`; but a `finally` block could replace it with
-    another exception, and a context manager's `__exit__` receives it (and may
-    suppress it or change it). So the first verdict of a run is also kept in
-    _STOPS, a list of this module's that no program reaches, and stays the run's
-    verdict, and no tool runs after it.
+    `except Exception` does not catch a BaseException, but a python-level program may
+    write a bare `except:` or `except BaseException:`, a `finally` block may replace it
+    with another exception or `return`/`break` out of it, and a context manager's
+    `__exit__` receives it (and may suppress it). So the first verdict of a run is kept
+    in _STOPS, a list of this module's that no program reaches, and stays the run's
+    verdict; no tool runs after it; and from then on every line, jump and call of the
+    program's code raises it again (`_hold`): whatever catches it, the program ends.
     """
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
         self.message = message
-        _STOPS.append((status, message))
+        if not _STOPS:
+            _STOPS.append((status, message))
+            _hold()
+
+
+# sys.monitoring (PEP 669) keeps the verdicts: a tool id of our own (0-2 and 5 are named for
+# debuggers, coverage tools, profilers and optimizers), RAISE events on for the process's life
+# (set in the zygote, before the fork: code objects are not re-instrumented per run), the
+# events that stop a program after a verdict only once there is one.
+MONITOR = 4
+_EVENTS = sys.monitoring.events
+_WATCH = _EVENTS.RAISE
+_HOLD_EVENTS = _EVENTS.LINE | _EVENTS.JUMP | _EVENTS.PY_START | _EVENTS.PY_RESUME
+_MEMORY: list = [None]  # the memory verdict while a program runs (run_one), else None
+# The opcode of `raise X` (the last instruction of this code), without importing opcode: a
+# MemoryError a program raises itself is its own exception, not the memory limit.
+_RAISE = compile("raise X", "", "exec").co_code[-2]
+
+
+class _Raised:
+    """RAISE's callback: a MemoryError while a program runs is the run's verdict, caught or
+    not (the program would go on near its limit, or loop catching it until its CPU time ends),
+    unless a `raise` statement raised it (the program's own, or a library's).
+
+    An object, called through its __call__, not a function: where a runaway recursion ends,
+    the call of a callback fails too, and its RecursionError takes the place of the one being
+    raised (where it is raised, so the program's handlers see it as they would the other).
+    Called as an object it fails at the same check, with the same words, as the program's own
+    call did: a function would say "maximum recursion depth exceeded" where a call through C
+    says "... while calling a Python object"."""
+
+    __slots__ = ()
+
+    def __call__(self, code, offset, exc):
+        if (
+            _MEMORY[0] is not None
+            and isinstance(exc, MemoryError)
+            and not _STOPS
+            and code.co_code[offset] != _RAISE
+        ):
+            _STOPS.append(_MEMORY[0])
+            _hold()
+
+
+def _again(code, *where):
+    """After a verdict: the program's code raises it at its next line, jump or call, in a
+    handler, a `finally` or an `__exit__` too; other code runs on (this place is not
+    watched again until the run ends)."""
+    if code.co_filename != FILENAME:
+        return sys.monitoring.DISABLE
+    raise Stop(*_STOPS[0])
+
+
+def _hold():
+    """From now on the program's every line, jump and call raises the verdict (`_again`)."""
+    sys.monitoring.set_events(MONITOR, _WATCH | _HOLD_EVENTS)
+
+
+def _release():
+    """The run is over: back to RAISE events alone, every place watched again."""
+    if sys.monitoring.get_events(MONITOR) != _WATCH:
+        sys.monitoring.set_events(MONITOR, _WATCH)
+        sys.monitoring.restart_events()
+
+
+def _monitor() -> None:
+    """Take MONITOR's tool id, from whatever holds it (in the jail nothing does): the
+    python level's handlers are safe only with the hold in place."""
+    if sys.monitoring.get_tool(MONITOR) != "lackjail":
+        if sys.monitoring.get_tool(MONITOR) is not None:
+            sys.monitoring.free_tool_id(MONITOR)
+        sys.monitoring.use_tool_id(MONITOR, "lackjail")
+    sys.monitoring.register_callback(MONITOR, _WATCH, _Raised())
+    for event in (_EVENTS.LINE, _EVENTS.JUMP, _EVENTS.PY_START, _EVENTS.PY_RESUME):
+        sys.monitoring.register_callback(MONITOR, event, _again)
+    sys.monitoring.set_events(MONITOR, _WATCH)
+
+
+_monitor()
 
 
 class _Invalid(Exception):
@@ -307,10 +386,11 @@ def _code_tree(code):
 
 
 def _describe(exc):
-    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails."""
+    """`Type: message` of EXC; a program's exception class may define a `__str__` that fails
+    (or, after a stop verdict, raises it again: the verdict is the run's, this text is not)."""
     try:
         return f"{type(exc).__name__}: {exc}"
-    except Exception:
+    except BaseException:
         return f"{type(exc).__name__}: (its message could not be made into text)"
 
 
@@ -457,12 +537,14 @@ def run_one(channel, msg, limits):
             facades.BELOW[0] = below = _depth()
             try:
                 sys.setrecursionlimit(RECURSION_LIMIT + below)
+                _MEMORY[0] = ("memory", f"memory limit of {memory_mb} MB exceeded")
                 # called as a function, not exec()'d: the program's frame is pushed in this
                 # one's evaluation loop, as a script's is in the interpreter's first, so its C
                 # recursion allowance is a script's too (what a deep recursion through C ends
                 # with, and the message it gives, are CPython's)
                 FunctionType(code, namespace)()
             finally:
+                _MEMORY[0] = None  # what the runner does next is not the program's
                 # the program may have set a limit that leaves no room for the runner's calls
                 sys.setrecursionlimit(RECURSION_LIMIT + below)
             try:
@@ -484,9 +566,10 @@ def run_one(channel, msg, limits):
     except ToolError as exc:
         status, value = "error", None
         errors = [_runtime_error(str(exc), exc, msg["src"], code)]
-    except Exception as exc:
+    except BaseException as exc:  # a python-level program may raise SystemExit and the like
         status, value = "error", None
         errors = [_runtime_error(_describe(exc), exc, msg["src"], code)]
+    _release()
     if _STOPS:  # whatever the program did after it (finally, __exit__), the stop holds
         held, message = _STOPS[0]
         status, value, errors = held, None, [{"message": str(message)[:MAX_MESSAGE]}]

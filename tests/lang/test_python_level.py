@@ -117,7 +117,6 @@ REJECTED = [
     ("import subprocess", "import-module"),
     ("import importlib", "import-module"),
     ("import collections.abc", "import-module"),
-    ("from . import x", "import-module"),
     ("def f():\n    from json import *", "misplaced-statement"),
     ("import urllib.parse", "import-module"),
     ("from urllib.request import urlopen", "import-module"),
@@ -178,7 +177,6 @@ REJECTED = [
     ("s = 'a'\nx = s.format(1)", "format-attribute"),
     ("x = '{0.real}'.format(1)", "format-attribute"),
     ("x = 'a'.format_map({})", "format-attribute"),
-    ("try:\n    x = 1\nexcept:\n    x = 2", "except-class"),
     ("x = (yield 1)", "misplaced-statement"),
     ("f = lambda: (yield)", "misplaced-statement"),
     ("def f():\n    return [(yield x) for x in [1]]", "misplaced-statement"),
@@ -258,9 +256,9 @@ def test_a_verdict_names_the_modules_a_run_needs_loaded():
 def test_a_forbidden_module_names_the_tool_to_use_instead():
     (error,) = validate("import os", language="python").errors
     assert "read_file" in error.message and (error.line, error.col) == (1, 8)
-    (error,) = validate("import requests", language="python").errors
+    (error,) = validate("import socket", language="python").errors
     assert "network" in error.message
-    (error,) = validate("import numpy", language="python").errors
+    (error,) = validate("import xml", language="python").errors
     assert "json" in error.message  # the modules there are
 
 

@@ -28,12 +28,11 @@ ALLOWED = {
     ("pool/elf.py", "os.open"): "the interpreter's ELF files, found by lackjail on the system",
     ("pool/elf.py", "open"): "the loader cache (/etc/ld.so.cache), the system's own",
     ("pool/isolation.py", "shutil.which"): "finds nsjail on PATH, opens nothing",
-    ("pool/isolation.py", "tempfile.mkstemp"): "nsjail's config, a new private file (0600)",
-    ("pool/isolation.py", "os.unlink"): "removes that config file again",
     ("pool/isolation.py", "tempfile.mkdtemp"): "the landlock zygote's new private folder (0700)",
     ("pool/isolation.py", "shutil.rmtree"): "removes that folder; rmtree works by descriptor "
     "here (see the test below), so what the jail left in it cannot lead it out",
-    ("pool/jail_process.py", "tempfile.TemporaryFile"): "an unnamed file: no path at all",
+    ("pool/spawn.py", "open"): "/proc/PID/task/PID/children of a jail's own nsjail process, "
+    "and the jail's log: an anonymous file in memory (memfd), no path at all",
     ("workspace/commit.py", "tempfile.gettempdir"): "names the temp folder; the journal folder "
     "in it is opened and checked through the door",
     ("workspace/staging.py", "tempfile.mkdtemp"): "the run's new private folder (0700)",

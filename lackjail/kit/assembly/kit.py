@@ -8,8 +8,6 @@ controller; `jail_tools` run inside the jail.
 
 from __future__ import annotations
 
-from lackjail.kit.tools.toolspec import grade_of
-
 
 class Kit:
     """Call name -> ToolSpec, the packs' descriptions, the kit's docs, and the toolbox that serves
@@ -24,7 +22,23 @@ class Kit:
         self.specs = dict(entries)
         self.packs = dict(packs)
         self.docs = tuple(docs)
-        self.toolbox = toolbox
+        self._toolbox = toolbox
+
+    @classmethod
+    def empty(cls) -> Kit:
+        """The kit of no tools ("none"), made without the toolbox's modules: a command that
+        runs a program without tools imports none of them (~5 ms)."""
+        return cls("none", "", {}, {}, (), None)
+
+    @property
+    def toolbox(self):
+        """The toolbox that serves the kit's tools (for a kit made without one, the bundled
+        toolbox, made on first use)."""
+        if self._toolbox is None:
+            from lackjail.kit.assembly.toolbox import default_toolbox
+
+            self._toolbox = default_toolbox()
+        return self._toolbox
 
     def __repr__(self):
         return f"Kit({self.name!r}, tools={list(self.specs)})"
@@ -45,6 +59,8 @@ class Kit:
 
     @property
     def grade(self) -> dict:
+        from lackjail.kit.tools.toolspec import grade_of
+
         return grade_of(self.specs.values())
 
     def docs_index(self) -> dict:
