@@ -403,10 +403,10 @@ class Pool:
     def _borrow(self, timeout: float, modules=()) -> JailProcess:
         """A free jail: the one with the most spares ready that have MODULES (the python
         level's facade modules) loaded (the supervisor reads their `ready` while the jail is
-        idle; a jail still forking has fewer), else one that has loaded them (a jail loads a
-        module once), else the one used last; callers that must wait are served first
-        come, first served. When no idle jail is known to have a ready child, what they
-        reported is read first."""
+        idle; a jail still forking has fewer), else the one with the most spares ready (it
+        loads MODULES first: once per jail, where waiting for a fork would be every run's),
+        else the one used last; callers that must wait are served first come, first served.
+        When no idle jail is known to have a ready child, what they reported is read first."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
@@ -419,7 +419,7 @@ class Pool:
                 # ties go to the jail used last: its child and memory are still in the caches
                 jail = max(
                     reversed(idle),
-                    key=(lambda j: (j.ready_count(modules), j.modules.issuperset(modules)))
+                    key=(lambda j: (j.ready_count(modules), j.ready_count()))
                     if modules
                     else JailProcess.ready_count,
                 )

@@ -198,9 +198,12 @@ class Zygote:
         try:
             facades.load(new)
         except Exception as exc:  # a module missing from this Python, say
+            freeze_heap()  # what was loaded, half of it, is shared as the rest
             return f"cannot load {', '.join(new)}: {type(exc).__name__}: {exc}"[:500]
-        finally:
-            freeze_heap()  # what was loaded, half or whole, is shared as the rest
+        program = "".join(f"import {name}\n" for name in new if "." not in name) + "1"
+        for _ in range(WARM_UPS):
+            runner.warm_up(self.cfg, program, "python")
+        freeze_heap()
         self.loads += 1
         return None
 
