@@ -112,3 +112,32 @@ def test_a_memory_error_the_program_raises_itself_is_its_own(run):
     assert (result["status"], result["value"]) == ("ok", "MemoryError('out of memory')"), result
     result = run("raise MemoryError('mine')")
     assert result["status"] == "memory"  # uncaught, it ends the run as before
+
+
+DEEP_PRINT = """\
+import sys
+def inner():
+    print('x' * 2000)
+def outer():
+    sys.setrecursionlimit(LIMIT)
+    try:
+        inner()
+    except BaseException as e:
+        seen.append(type(e).__name__)
+outer()
+seen.append('ran on')
+"""
+
+
+@pytest.mark.parametrize("limit", range(3, 8))
+def test_an_output_verdict_found_at_the_recursion_limit_is_kept(run, limit):
+    """A print in the deepest frame the program's limit allows: the output verdict's Stop has
+    no room for its own __init__ (its RecursionError was caught, the verdict lost, and the
+    program ran on: a tool after it ran). The verdict is kept before Stop is made."""
+    seen = []
+    result = run(DEEP_PRINT.replace("LIMIT", str(limit)), seen=seen)
+    if result["status"] == "ok":  # no room for the print's write at all: nothing written
+        assert seen == ["RecursionError", "ran on"], (result, seen)
+        return
+    assert result["status"] == "limit", result
+    assert "ran on" not in seen, seen

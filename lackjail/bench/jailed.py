@@ -252,7 +252,10 @@ def fresh_figures(n=500, isolation=None, callers=4):
     return figures
 
 
-def reuse_figures(n=500, isolation=None, callers=4):
+def reuse_figures(n=500, isolation=None, callers=WORKERS):
+    """Reuse runs: latency back to back, a session's, and throughput from one caller per
+    jail (the persistent-worker floor it is judged against has one client per worker; more
+    callers only contend for the controller's interpreter lock)."""
     from lackjail.api import Jail
 
     figures = Figures()
@@ -379,7 +382,7 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
 
 def workers_figures(counts, n=500, isolation=None) -> Figures:
     """Fresh (`Jail.map`) and reuse throughput for each worker count in COUNTS: how the pool
-    scales with the jails it keeps (reuse from twice as many caller threads as workers)."""
+    scales with the jails it keeps (reuse from one caller thread per jail, as the floor's)."""
     from lackjail.api import Jail
 
     figures = Figures()
@@ -394,5 +397,5 @@ def workers_figures(counts, n=500, isolation=None) -> Figures:
         with Jail(workers=count, mode="reuse", isolation=isolation) as jail:
             ensure_ok(jail.run(TRIVIAL))
             settle(jail, count)
-            figures[SWEEP_REUSE.format(count)] = throughput(jail, 2 * count, n * 4)["runs/s"]
+            figures[SWEEP_REUSE.format(count)] = throughput(jail, count, n * 4)["runs/s"]
     return figures

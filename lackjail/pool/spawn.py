@@ -39,9 +39,9 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
     killed with nsjail only, the zygote would die of the parent-death signal after nsjail was
     reaped, and a caller that exits then would leave it behind for a moment. The zygote is
     its jail's pid namespace's first process: once it has ended, every process of the jail
-    has. Killed first, it is reaped by nsjail, which then ends by itself."""
+    has (what is left of it, a zombie, init reaps). At the weaker levels PROC is the zygote
+    and its children are the jail's children, which the same steps end."""
     children = _child_pidfds(proc.pid)
-    own = _pidfd(proc.pid) if children else None
     try:
         for pidfd in children:
             try:
@@ -49,10 +49,8 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
             except ProcessLookupError:
                 pass
         _wait_all(children, time.monotonic() + wait_s)
-        if own is not None:  # nsjail, its child reaped, ends on its own: no orphan left
-            _wait_all([own], time.monotonic() + 0.05)
     finally:
-        for pidfd in [*children, *([own] if own is not None else [])]:
+        for pidfd in children:
             os.close(pidfd)
     try:
         os.killpg(proc.pid, signal.SIGKILL)

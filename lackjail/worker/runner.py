@@ -44,7 +44,7 @@ class Stop(BaseException):
     `__exit__` receives it (and may suppress it). So the first verdict of a run is kept
     in _STOPS, a list of this module's that no program reaches, and stays the run's
     verdict; no tool runs after it; and from then on every line, jump and call of the
-    program's code raises it again (`_hold`): whatever catches it, the program ends.
+    program's code raises it again (`_again`): whatever catches it, the program ends.
     """
 
     def __init__(self, status, message):
@@ -53,7 +53,7 @@ class Stop(BaseException):
         self.message = message
         if not _STOPS:
             _STOPS.append((status, message))
-            _hold()
+            sys.monitoring.set_events(MONITOR, _HELD)
 
 
 # sys.monitoring (PEP 669) keeps the verdicts: a tool id of our own (0-2 and 5 are named for
@@ -64,6 +64,9 @@ MONITOR = 4
 _EVENTS = sys.monitoring.events
 _WATCH = _EVENTS.RAISE
 _HOLD_EVENTS = _EVENTS.LINE | _EVENTS.JUMP | _EVENTS.PY_START | _EVENTS.PY_RESUME
+# What holds a verdict: set by a C call where it is found, never through a function of ours,
+# as a program's recursion may leave no room for one more Python frame there
+_HELD = _WATCH | _HOLD_EVENTS
 _MEMORY: list = [None]  # the memory verdict while a program runs (run_one), else None
 # The opcode of `raise X` (the last instruction of this code), without importing opcode: a
 # MemoryError a program raises itself is its own exception, not the memory limit.
@@ -92,7 +95,7 @@ class _Raised:
             and code.co_code[offset] != _RAISE
         ):
             _STOPS.append(_MEMORY[0])
-            _hold()
+            sys.monitoring.set_events(MONITOR, _HELD)
 
 
 def _again(code, *where):
@@ -102,11 +105,6 @@ def _again(code, *where):
     if code.co_filename != FILENAME:
         return sys.monitoring.DISABLE
     raise Stop(*_STOPS[0])
-
-
-def _hold():
-    """From now on the program's every line, jump and call raises the verdict (`_again`)."""
-    sys.monitoring.set_events(MONITOR, _WATCH | _HOLD_EVENTS)
 
 
 def _release():
@@ -217,10 +215,14 @@ class Output:
         if self.total + size > self.cap:  # keep what fits, then stop the run
             self.parts.append(text[: self.cap - self.total])
             self.total = self.cap
-            raise Stop(
+            verdict = (
                 "limit",
                 f"output exceeds the {self.cap}-byte limit: the output is cut at that limit",
             )
+            if not _STOPS:  # kept before Stop is made: a deep print may leave its __init__
+                _STOPS.append(verdict)  # no room (a RecursionError the program may catch)
+                sys.monitoring.set_events(MONITOR, _HELD)
+            raise Stop(*verdict)
         self.total += size
         self.parts.append(text)
         self.pending += size

@@ -27,6 +27,7 @@ import stat
 import sys
 
 from lackjail.errors import ToolCallError
+from lackjail.pool.early import cache_folder
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.beneath import DIR_FLAGS as DIR
 from lackjail.workspace.commit import journal_dirs
@@ -72,8 +73,14 @@ def install_places() -> list[str]:
 
 
 def config_places() -> list[str]:
-    """The user's lackjail config folder and lackjail's state folder (commit journals)."""
-    return [str(user_config_path().parent), os.path.dirname(journal_dirs()[0])]
+    """The user's lackjail config folder, lackjail's state folder (commit journals) and its
+    cache folder: the next command starts the nsjail binary and configuration kept there
+    before it checks them, and takes the children's seccomp filter and mounts from it."""
+    return [
+        str(user_config_path().parent),
+        os.path.dirname(journal_dirs()[0]),
+        cache_folder(),
+    ]
 
 
 def hooks_places(tree) -> list[str]:

@@ -95,7 +95,7 @@ DEFAULT_READ_DENY = (
 WHY_WRITE = {
     HIDDEN: "hidden files and folders hold tools' configuration, which can run code later",
     INSTALL: "lackjail's own package or environment lies here: the next lackjail command runs it",
-    CONFIG: "lackjail's own user configuration or state lies here: later runs obey it",
+    CONFIG: "lackjail's own user configuration, state or cache lies here: later runs obey it",
     HOOKS: "git's core.hooksPath names this folder: git runs its files later",
     POLICY_FILE: "it is the policy file this run obeys: later runs would obey what was written",
     GIT_DIR: "a git repository's own folder (a bare one needs no dot): git runs what its config "

@@ -24,8 +24,8 @@ def rules(source, level="python", **kw):
     return sorted({e.rule for e in validate(source, language=level, **kw).errors})
 
 
-# (program, the rules lackpy and extended reject it by, as before the python level took it):
-# python accepts each
+# (program, the rules lackpy and extended reject it by: what they said before these programs
+# were the python level's, recorded from that validator); the python level accepts each
 NOW_ACCEPTED = [
     ("x = y + 1", ["undefined-name"], ["undefined-name"]),
     ("print(undefined_thing)", ["undefined-name"], ["undefined-name"]),

@@ -11,6 +11,7 @@ import tempfile
 import pytest
 from host_support import ordinary_user, session
 
+from lackjail.pool import early
 from lackjail.workspace import local_rules
 from lackjail.workspace.local_rules import hooks_path
 
@@ -95,6 +96,21 @@ def test_the_user_config_is_protected_wherever_it_resolves(ws, monkeypatch):
         assert error and "rule 'lackjail-config'" in error, error
         assert 'tools.write_allow = ["lackjail-config"]' in error
     assert refused(ws, "cfg/other/config.toml") is None
+
+
+def test_the_cache_folder_is_protected_wherever_it_resolves(ws, monkeypatch):
+    """A program must not write the plan the next `lackjail run` starts before checking it (an
+    nsjail binary and configuration: a command on the host), nor the kept seccomp filter or
+    library mounts, when the cache folder lies in the workspace and is not hidden."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(ws / "cache"))
+    for path in (
+        f"cache/lackjail/{early.PLAN_FILE}",
+        f"cache/lackjail/child-filter-{early.INSTALL}.json",
+        "cache/lackjail/new-folder/x",
+    ):
+        error = refused(ws, path)
+        assert error and "rule 'lackjail-config'" in error, error
+    assert refused(ws, "cache/other/x.json") is None
 
 
 def test_a_config_home_reached_through_a_symlink_is_found_by_its_folder(ws, tmp_path, monkeypatch):
