@@ -447,19 +447,29 @@ def _facade(name, module):
     return facade
 
 
-def _import_lazy(names) -> None:
-    """Import the modules of the table that what the facades of NAMES hold import inside
-    their code (Counter.most_common imports heapq when it is first called, which a child
-    cannot), and so on for the facades of those, until no new one comes in."""
-    todo, seen = list(names), set(names)
-    while todo:
-        name = todo.pop()
-        module = sys.modules[name]
-        for target in _imported_inside([getattr(module, attr, None) for attr in FACADES[name]]):
-            if target in FACADES and target not in seen:
-                seen.add(target)
-                __import__(target)
-                todo.append(target)
+# Modules outside the table that its modules import inside functions a program reaches:
+# typing's runtime-checkable protocols read attributes with inspect.getattr_static.
+SUPPORT = ("inspect",)
+
+
+def _import_lazy(names, before) -> None:
+    """Import the modules of the table that the modules of NAMES, and every module imported
+    since BEFORE (a set of names), import inside their functions: Counter.most_common
+    imports heapq when it is first called, and HtmlDiff's helper imports re, which a child
+    cannot. Until no new one comes in. Of the modules outside the table, only SUPPORT's."""
+    scanned: set = set()
+    while True:
+        fresh = [n for n in (*names, *sys.modules) if n not in scanned and n not in before]
+        fresh += [n for n in names if n not in scanned]
+        if not fresh:
+            return
+        for name in fresh:
+            scanned.add(name)
+            module = sys.modules[name]
+            own = [v for v in vars(module).values() if getattr(v, "__module__", 0) == name]
+            for target in _imported_inside(own):
+                if (target in FACADES or target in SUPPORT) and target not in sys.modules:
+                    __import__(target)
 
 
 def _imported_inside(values) -> set:
@@ -475,6 +485,7 @@ def _imported_inside(values) -> set:
         members = list(vars(value).values()) if isinstance(value, builtins.type) else [value]
         for member in members:
             member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            member = getattr(member, "__wrapped__", member)  # functools.cache's, wraps'
             codes.append(getattr(member, "__code__", None))
             codes.append(getattr(getattr(member, "fget", None), "__code__", None))
     while codes:
@@ -509,7 +520,7 @@ def load(names=None) -> dict:
         for name in wanted:
             __import__(name)
             built[name] = _facade(name, sys.modules[name])
-        _import_lazy(wanted)
+        _import_lazy(wanted, before)
         _warm(wanted, set(sys.modules) - before)
         MODULES.update(built)
 

@@ -92,6 +92,36 @@ def test_a_run_importing_several_modules_gets_a_child_that_has_them_all(jail):
     assert "typing" in _idle(jail).modules
 
 
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ("from collections import Counter\nCounter('abca').most_common(1)", [["a", 2]]),
+        (  # HtmlDiff's helper imports re inside it
+            "import difflib\n'<table' in difflib.HtmlDiff().make_table(['a'], ['b'])",
+            True,
+        ),
+        (  # a runtime-checkable protocol reads attributes with inspect.getattr_static
+            "from typing import Protocol, runtime_checkable\n@runtime_checkable\n"
+            "class HasSize(Protocol):\n    def size(self) -> int: ...\n"
+            "class A:\n    def size(self):\n        return 1\n"
+            "[isinstance(A(), HasSize), isinstance(1, HasSize)]",
+            [True, False],
+        ),
+        (
+            "from fractions import Fraction\nfrom decimal import Decimal\n"
+            "str(Fraction(Decimal('0.5')))",
+            "1/2",
+        ),
+    ],
+)
+def test_what_a_modules_functions_import_inside_them_is_loaded_with_it(jail, source, value):
+    """A child cannot import: what a loaded module's functions import when first called (a
+    module of the table, or typing's inspect) is loaded with it, as it was in a zygote
+    that loaded every module."""
+    r = jail.run(source)
+    assert (r.status, r.value) == ("ok", value), r.errors
+
+
 def _zygote(python_level=True) -> tuple:
     launcher = isolation.nsjail_launcher(
         isolation.zygote_config(
