@@ -364,7 +364,7 @@ def _warm_hashlib(hashlib):
 def _warm_decimal(decimal):
     # in a context of its own: the zygote's (what a child's program starts in, and what
     # contextvars.copy_context() shows it) stays as empty as a script's
-    from _contextvars import Context  # built in: no file to open
+    from _contextvars import Context  # contextvars.py's own, without its import
 
     Context().run(lambda: decimal.Decimal("1.5") + 1)
 
@@ -458,14 +458,12 @@ def _import_lazy(names, before) -> None:
     imports heapq when it is first called, and HtmlDiff's helper imports re, which a child
     cannot. Until no new one comes in. Of the modules outside the table, only SUPPORT's."""
     scanned: set = set()
-    while True:
-        fresh = [n for n in (*names, *sys.modules) if n not in scanned and n not in before]
-        fresh += [n for n in names if n not in scanned]
-        if not fresh:
-            return
+    while fresh := (set(names) | (sys.modules.keys() - before)) - scanned:
         for name in fresh:
             scanned.add(name)
-            module = sys.modules[name]
+            module = sys.modules.get(name)
+            if module is None:
+                continue
             own = [v for v in vars(module).values() if getattr(v, "__module__", 0) == name]
             for target in _imported_inside(own):
                 if (target in FACADES or target in SUPPORT) and target not in sys.modules:
