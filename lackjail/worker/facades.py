@@ -448,16 +448,17 @@ def _facade(name, module):
 
 
 # Modules outside the table that its modules import inside functions a program reaches:
-# typing's runtime-checkable protocols read attributes with inspect.getattr_static.
-SUPPORT = ("inspect",)
+# typing's runtime-checkable protocols read attributes with inspect.getattr_static,
+# functools' dispatch keeps a weakref.WeakKeyDictionary.
+SUPPORT = ("inspect", "weakref")
 
 
-def _import_lazy(names, before) -> None:
+def _import_lazy(names, before, scanned) -> None:
     """Import the modules of the table that the modules of NAMES, and every module imported
     since BEFORE (a set of names), import inside their functions: Counter.most_common
     imports heapq when it is first called, and HtmlDiff's helper imports re, which a child
-    cannot. Until no new one comes in. Of the modules outside the table, only SUPPORT's."""
-    scanned: set = set()
+    cannot. Until no new one comes in; SCANNED (a set) holds the modules already read. Of
+    the modules outside the table, only SUPPORT's."""
     while fresh := (set(names) | (sys.modules.keys() - before)) - scanned:
         for name in fresh:
             scanned.add(name)
@@ -518,8 +519,13 @@ def load(names=None) -> dict:
         for name in wanted:
             __import__(name)
             built[name] = _facade(name, sys.modules[name])
-        _import_lazy(wanted, before)
-        _warm(wanted, set(sys.modules) - before)
+        scanned: set = set()
+        while True:  # a warm-up imports too (strptime's locale tables), and what it imports
+            count = len(sys.modules)
+            _import_lazy(wanted, before, scanned)
+            _warm(wanted, set(sys.modules) - before)
+            if len(sys.modules) == count:
+                break
         MODULES.update(built)
 
     _held_back(work)
