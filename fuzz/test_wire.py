@@ -58,7 +58,9 @@ SPEC = {
     "limited": {"gen": "int", "memory_mb": "int", "ok": "bool"},
     "stop": {},
     "ready": {"gen": "int"},
-    "spawned": {"gen": "int"},
+    "spawned": {"gen": "int", "loads": "int"},
+    "load": {"id": "int", "modules": "list"},
+    "loaded": {"id": "int", "loads": "int", "error": "str?"},
     "pong": {"id": "int"},
     "done": {"gen": "int", "code": "int?", "signal": "int?", "cpu_ms": "num", "max_rss_kb": "int"},
     "run": {

@@ -372,7 +372,7 @@ class Jail:
                 result = Result("invalid", errors=errors, isolation=self.isolation, mode=mode)
             else:
                 result = self._execute(
-                    program, params, dry_run, approve, emit, limits, session, seed
+                    program, params, dry_run, approve, emit, limits, session, seed, check.modules
                 )
                 result.stats["wall_ms"] = round((time.perf_counter() - started) * 1000, 3)
                 ran = (*check.variables, *params)
@@ -384,8 +384,11 @@ class Jail:
             result.errors.insert(0, {"message": note})
         return result
 
-    def _execute(self, program, params, dry_run, approve, emit, limits, session, seed) -> Result:
-        """Run a validated PROGRAM on a pooled jail, or on SESSION's own."""
+    def _execute(
+        self, program, params, dry_run, approve, emit, limits, session, seed, modules
+    ) -> Result:
+        """Run a validated PROGRAM on a pooled jail, or on SESSION's own; MODULES: the
+        python level's facade modules it needs (its validation's `modules`)."""
         source = lang.decode_source(program)  # exactly the text the validator checked
         tools = None
         if self.kit is not None and self.kit.specs:  # a kit without tools has nothing to call
@@ -411,6 +414,7 @@ class Jail:
             self.checker.language,
             session is not None,
             seed,
+            modules,
         )
         execute = session._execute if session is not None else self.pool.execute
         try:

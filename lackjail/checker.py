@@ -166,7 +166,13 @@ class Checker:
             with self._keeping:  # callers on other threads keep and drop verdicts too
                 if len(self._verdicts) >= CACHED:
                     del self._verdicts[next(iter(self._verdicts))]  # the oldest
-                self._verdicts[key] = (True, (), tuple(result.calls), tuple(result.variables))
+                self._verdicts[key] = (
+                    True,
+                    (),
+                    tuple(result.calls),
+                    tuple(result.variables),
+                    result.modules,
+                )
         return result
 
     def param_errors(self, params) -> list[ValidationError]:

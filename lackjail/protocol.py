@@ -70,11 +70,15 @@ SCHEMAS: dict[str, dict] = {
     "ping": {"id": _I},
     "cancel": {"gen": _I},
     "limit": {"gen": _I, "memory_mb": _I},  # lower a ready child's address space (0: restore)
+    "load": {"id": _I, "modules": (list,)},  # python level: load these facade modules
     "stop": {},
-    # zygote -> controller (`spawned` carries the child's run channel: two descriptors)
-    "spawned": {"gen": _I},
+    # zygote -> controller (`spawned` carries the child's run channel: two descriptors;
+    # `loads`: how many loads had added modules when it was forked, its module set)
+    "spawned": {"gen": _I, "loads": _I},
     "pong": {"id": _I},
     "limited": {"gen": _I, "memory_mb": _I, "ok": _B},
+    # the answer to `load` ID: the zygote's loads now, and why it did not load (None: did)
+    "loaded": {"id": _I, "loads": _I, "error": (str, type(None))},
     "done": {
         "gen": _I,
         "code": (int, type(None)),
@@ -140,12 +144,20 @@ def make_limited(gen: int, memory_mb: int, ok: bool) -> dict:
     return {"t": "limited", "gen": gen, "memory_mb": memory_mb, "ok": ok}
 
 
+def make_load(token: int, modules: list) -> dict:
+    return {"t": "load", "id": token, "modules": modules}
+
+
+def make_loaded(token: int, loads: int, error: str | None) -> dict:
+    return {"t": "loaded", "id": token, "loads": loads, "error": error}
+
+
 def make_stop() -> dict:
     return {"t": "stop"}
 
 
-def make_spawned(gen: int) -> dict:
-    return {"t": "spawned", "gen": gen}
+def make_spawned(gen: int, loads: int = 0) -> dict:
+    return {"t": "spawned", "gen": gen, "loads": loads}
 
 
 def make_ready(gen: int) -> dict:

@@ -60,20 +60,25 @@ class ValidationResult:
     """The verdict on a program; truthy exactly when it is valid.
 
     `calls` lists, sorted and unique, the tools and builtins the program calls
-    (a namespace member as `ns.member`); `variables` the names it assigns at top level.
+    (a namespace member as `ns.member`); `variables` the names it assigns at top level;
+    `modules` the python level's facade modules a run needs loaded in its child: those it
+    imports, and those a builtin it names needs (lang.facades.IMPLIED). Not part of the
+    verdict's equality or its plain data: what the controller lends a run follows from it.
     """
 
-    __slots__ = ("valid", "errors", "calls", "variables")
+    __slots__ = ("valid", "errors", "calls", "variables", "modules")
     valid: bool
     errors: list[ValidationError]
     calls: list[str]
     variables: list[str]
+    modules: tuple[str, ...]
 
-    def __init__(self, valid: bool, errors=None, calls=None, variables=None):
+    def __init__(self, valid: bool, errors=None, calls=None, variables=None, modules=()):
         self.valid = valid
         self.errors = list(errors or ())
         self.calls = list(calls or ())
         self.variables = list(variables or ())
+        self.modules = tuple(modules)
 
     def __bool__(self) -> bool:
         return self.valid

@@ -199,6 +199,9 @@ FACADES = {module: tuple(names.split()) for module, names in sorted(_NAMES.items
 # to it. A Python call takes no C stack in CPython 3.12 (a recursion through C is bounded
 # apart), so what a deep recursion costs is memory and the time to unwind it: this bounds both.
 MAX_RECURSION_LIMIT = 100_000
+# A builtin whose use needs a facade module loaded in the child that runs the program, as an
+# import would: `type | None` is a typing.Union of the jail's own `type`.
+IMPLIED = {"type": "typing"}
 
 # Modules a program reaches for instead of a kit tool, and what to write instead; any other
 # module not in FACADES is rejected with the list of those that are.

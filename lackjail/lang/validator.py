@@ -11,7 +11,7 @@ import warnings
 from _string import formatter_parser  # string.Formatter.parse, without importing string
 
 from .errors import ValidationError, ValidationResult
-from .facades import FACADES, INSTEAD
+from .facades import FACADES, IMPLIED, INSTEAD
 from .grammar import (
     ALLOWED_BUILTINS,
     ALTERNATIVES,
@@ -105,11 +105,16 @@ class _Names:
         self.forbidden = level.forbidden_names
         self.binary, self.unary = level.binary, level.unary
         self.level = _LEVEL_NAMES[language]  # for messages
-        # Names a read may skip every other check for: defined and harmless.
+        # Names a read may skip every other check for: defined and harmless (and needing no
+        # facade module: IMPLIED's are noted by name())
         self.known = frozenset(
             n
             for n in self.callable
-            if n not in self.forbidden and n[:2] != "__" and n.isascii() and n not in CALL_ONLY
+            if n not in self.forbidden
+            and n[:2] != "__"
+            and n.isascii()
+            and n not in CALL_ONLY
+            and n not in IMPLIED
         )
 
 
@@ -318,6 +323,7 @@ class _Walker:
         "python",
         "comprehending",
         "modules",
+        "needs",
         "lazy_annotations",
         "handlers",
         "hints",
@@ -348,6 +354,7 @@ class _Walker:
         self.python = language == "python"
         self.lazy_annotations = False
         self.modules = {}  # name -> the facade module an import bound it to (python level)
+        self.needs = set()  # the facade modules a run needs loaded (ValidationResult.modules)
         self.comprehending = 0  # comprehensions open around the node being walked
         self.handlers = _LEVEL_HANDLERS[language]
         self.hints = hints or _NO_HINTS
@@ -951,6 +958,8 @@ class _Walker:
             )
         elif read and ident not in self.names.callable:
             self.read(ident, line, col)
+        elif ident in IMPLIED and self.python:
+            self.needs.add(IMPLIED[ident])
 
     def python_dunder(self, ident, ctx, line, col) -> bool:
         """The python level's '__' names: `__name__` read, and in a class body the dunders
@@ -1633,6 +1642,7 @@ class _Walker:
                 self.bind_alias(alias, name, "module name")
                 if known:
                     self.modules[name] = alias.name
+                    self.needs.add(alias.name)
 
     def v_importfrom(self, node, depth):
         module = node.module or ""
@@ -1640,10 +1650,9 @@ class _Walker:
         # jail (ImportError): its names are bound, as they would be where it succeeded
         if node.level or module != "__future__" and _foreign(module):
             allowed = None
-        elif module == "__future__":
+        elif module == "__future__" or self.module_name(module, node):
             allowed = FACADES[module]
-        elif self.module_name(module, node):
-            allowed = FACADES[module]
+            self.needs.add(module)  # `from __future__ import ...` imports it at run time too
         else:
             return
         if len(node.names) == 1 and node.names[0].name == "*" and module != "__future__":
@@ -2083,7 +2092,9 @@ def validate_tree(
     errors = walker.errors
     if len(errors) > 1:
         errors.sort(key=_position)
-    result = ValidationResult(not errors, errors, sorted(walker.calls), sorted(walker.variables))
+    result = ValidationResult(
+        not errors, errors, sorted(walker.calls), sorted(walker.variables), sorted(walker.needs)
+    )
     return result, (tree if result.valid else None)
 
 

@@ -84,10 +84,13 @@ def zygote_config(
     spares: int = 2,
     seccomp: bool = True,
     python_level: bool = False,
+    load_all: bool = False,
 ) -> str:
     """The zygote's settings as a Python dict literal of constants (zygote.read_config),
     with the children's seccomp filter compiled here (`bpf`: empty when SECCOMP is off).
-    PYTHON_LEVEL: the zygote imports the python level's modules before its first fork."""
+    PYTHON_LEVEL: the zygote serves the python level, loading a facade module when the
+    controller first asks for it (`load`); LOAD_ALL: every one before its first fork (a
+    session's: its later runs may import any)."""
     return repr(
         {
             "memory_mb": limits.memory_mb,
@@ -97,6 +100,7 @@ def zygote_config(
             "runs_per_child": runs_per_child if mode == "reuse" else 1,
             "spares": spares,
             "python": python_level,
+            "load_all": load_all,
             "seccomp": seccomp,
             "bpf": child_filter() if seccomp else b"",
         }

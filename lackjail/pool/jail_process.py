@@ -29,7 +29,7 @@ from lackjail import protocol
 from lackjail.errors import HostError
 from lackjail.pool.spawn import Spawned, kill_and_reap, spawn
 
-CTRL_FRAMES = ("spawned", "done", "pong", "limited")
+CTRL_FRAMES = ("spawned", "done", "pong", "limited", "loaded")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
 CMSG_SPACE = socket.CMSG_SPACE(MAX_PENDING_FDS * 4)
 # A pipe's whole buffer: a bigger read returns no more, and costs a bigger allocation per read
@@ -46,6 +46,7 @@ class Child:
 
     __slots__ = (
         "gen",
+        "loads",
         "run_in",
         "run_out",
         "buf",
@@ -58,8 +59,9 @@ class Child:
         "poller",
     )
 
-    def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int):
+    def __init__(self, gen: int, run_in: int, run_out: int, max_frame: int, loads: int = 0):
         self.gen, self.run_in, self.run_out = gen, run_in, run_out
+        self.loads = loads  # its zygote's loads when it was forked: its facade modules
         self.buf = protocol.FrameBuffer(max_frame)
         self.frames: list = []
         self.ready = False  # said `ready`: confined and waiting for a run
@@ -115,6 +117,12 @@ class JailProcess:
         self.ping_token: int | None = None
         self.memory_mb = 0  # its children's address-space limit (0: not known, never lowered)
         self.ping_deadline = 0.0
+        # the python level's facade modules its zygote had loaded after each number of loads
+        # (a child's `loads`); a zygote that loads all at its start never hears of one
+        self.module_sets: dict[int, frozenset] = {0: frozenset()}
+        self.loads = 0
+        self._load_token = 0
+        self._loaded: dict | None = None  # the zygote's answer to the load in flight
         self._fds: list[int] = []
         self._buf = protocol.FrameBuffer()
         self._watched: list[int] = []  # the descriptors _watch_poll polls (see _watcher)
@@ -169,7 +177,7 @@ class JailProcess:
         for frame in frames:
             kind = frame["t"]
             if kind == "spawned":
-                self._adopt(frame["gen"])
+                self._adopt(frame["gen"], frame["loads"])
             elif kind == "done":
                 child = self.children.get(frame["gen"])
                 if child is not None:
@@ -180,13 +188,15 @@ class JailProcess:
                 child = self.children.get(frame["gen"])
                 if child is not None and frame["ok"]:
                     child.memory_mb = frame["memory_mb"]
+            elif kind == "loaded" and frame["id"] == self._load_token:
+                self._loaded = frame
         return frames
 
-    def _adopt(self, gen: int) -> None:
+    def _adopt(self, gen: int, loads: int) -> None:
         if len(self._fds) < 2:
             raise protocol.ProtocolError("a 'spawned' frame came without its run channel")
         run_in, run_out = self._fds.pop(0), self._fds.pop(0)
-        child = Child(gen, run_in, run_out, self.max_frame)
+        child = Child(gen, run_in, run_out, self.max_frame, loads)
         if gen in self.children or not (_pipe_end(run_in, os.O_WRONLY) and _pipe_end(run_out, 0)):
             child.close()
             raise protocol.ProtocolError("a 'spawned' frame came with a bad run channel")
@@ -204,6 +214,38 @@ class JailProcess:
                     return False
         return True
 
+    @property
+    def modules(self) -> frozenset:
+        """The facade modules its zygote has loaded, as far as it said."""
+        return self.module_sets[self.loads]
+
+    def covers(self, child: Child, modules) -> bool:
+        """Has CHILD every facade module of MODULES loaded?"""
+        return not modules or self.module_sets.get(child.loads, frozenset()).issuperset(modules)
+
+    def load(self, modules, deadline: float) -> None:
+        """Have the zygote load the facade modules of MODULES it has not loaded, and wait for
+        its answer until DEADLINE; the children forked before are gone then (the zygote ends
+        them: they lack the new ones). JailDied when it refused or did not answer in time."""
+        missing = sorted(set(modules) - self.modules)
+        if not missing:
+            return
+        self._load_token = token = self._load_token + 1
+        self._loaded = None
+        self.send_ctrl(protocol.make_load(token, missing))
+        while self._loaded is None:
+            if not wait_fd(self.ctrl.fileno(), select.POLLIN, deadline):
+                raise JailDied(f"the jail did not load {', '.join(missing)} in time")
+            self.pump_ctrl()
+        answer, self._loaded = self._loaded, None
+        if answer["error"] is not None:
+            raise JailDied(f"the jail could not load {', '.join(missing)}: {answer['error']}")
+        self.module_sets[answer["loads"]] = self.modules.union(missing)
+        self.loads = answer["loads"]
+        for child in list(self.children.values()):
+            if not self.covers(child, missing):
+                self.drop(child)
+
     def ping(self) -> None:
         """Send a ping; `ping_token` goes back to None when the pong arrives."""
         self.ping_token = time.monotonic_ns() & 0x7FFFFFFF
@@ -211,8 +253,13 @@ class JailProcess:
 
     # -- children ---------------------------------------------------------
 
-    def ready_count(self) -> int:
-        return sum(1 for c in self.children.values() if c.ready and c.done is None)
+    def ready_count(self, modules=()) -> int:
+        """Its ready children that have MODULES (facade modules) loaded."""
+        return sum(
+            1
+            for c in self.children.values()
+            if c.ready and c.done is None and self.covers(c, modules)
+        )
 
     def watch_fds(self) -> list[int]:
         """What can have news while no run holds the jail: its end (pidfd), its reports
@@ -264,28 +311,32 @@ class JailProcess:
             if child.done is not None:
                 self.drop(child)
 
-    def take_ready(self) -> Child | None:
-        """The ready child adopted first, if any. A reused child with anything read and
-        not consumed broke the protocol: dropped (what its channel holds unread, `pump`
-        found)."""
+    def take_ready(self, modules=()) -> Child | None:
+        """The ready child adopted first that has MODULES (facade modules) loaded, if any. A
+        reused child with anything read and not consumed broke the protocol: dropped (what
+        its channel holds unread, `pump` found)."""
         for child in list(self.children.values()):
-            if child.ready and child.done is None:
+            if child.ready and child.done is None and self.covers(child, modules):
                 if child.runs == 0 or not (child.frames or child.buf.pending()):
                     return child
                 self.drop(child)
         return None
 
-    def wait_ready_child(self, deadline: float) -> Child:
-        """The ready child adopted first; waits for one until DEADLINE. One poll of
-        `watch_fds` says what there is to read (the first does not sleep): no read is
-        made on the chance that something is there. JailDied when the jail has ended
-        (`alive` then says so) or had no child ready in time."""
+    def wait_ready_child(self, deadline: float, modules=()) -> Child:
+        """The ready child adopted first that has MODULES (the python level's facade
+        modules) loaded; the zygote loads those it lacks first. Waits for one until
+        DEADLINE. One poll of `watch_fds` says what there is to read (the first does not
+        sleep): no read is made on the chance that something is there. JailDied when the
+        jail has ended (`alive` then says so), could not load MODULES or had no child ready
+        in time."""
+        if not self.modules.issuperset(modules):
+            self.load(modules, deadline)
         timeout_ms = 0.0
         while True:
             self.pump({fd for fd, _ in self._watcher().poll(timeout_ms)})
             if not self.alive:
                 raise JailDied("the jail exited")
-            child = self.take_ready()
+            child = self.take_ready(modules)
             if child is not None:
                 return child
             timeout_ms = (deadline - time.monotonic()) * 1000

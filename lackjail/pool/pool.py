@@ -400,11 +400,13 @@ class Pool:
 
     # -- lending --------------------------------------------------------
 
-    def _borrow(self, timeout: float) -> JailProcess:
-        """A free jail: the one with the most spares ready (the supervisor reads their
-        `ready` while the jail is idle; a jail still forking has fewer), else the one used
-        last; callers that must wait are served first come, first served. When no idle
-        jail is known to have a ready child, what they reported is read first."""
+    def _borrow(self, timeout: float, modules=()) -> JailProcess:
+        """A free jail: the one with the most spares ready that have MODULES (the python
+        level's facade modules) loaded (the supervisor reads their `ready` while the jail is
+        idle; a jail still forking has fewer), else the one with the most spares ready (it
+        loads MODULES first: once per jail, where waiting for a fork would be every run's),
+        else the one used last; callers that must wait are served first come, first served.
+        When no idle jail is known to have a ready child, what they reported is read first."""
         with self._cond:
             if self._closed:
                 raise PoolError("the jail pool is closed")
@@ -415,7 +417,12 @@ class Pool:
                     idle = self._in("idle")
             if idle and not self._waiters:
                 # ties go to the jail used last: its child and memory are still in the caches
-                jail = max(reversed(idle), key=JailProcess.ready_count)
+                jail = max(
+                    reversed(idle),
+                    key=(lambda j: (j.ready_count(modules), j.ready_count()))
+                    if modules
+                    else JailProcess.ready_count,
+                )
                 return self._lend(jail)
             if len(self._waiters) >= self.policy.pool.queue:
                 raise PoolError(
@@ -499,7 +506,9 @@ class Pool:
         limits = limits or self.limits
         wall = limits.wall_s
         try:
-            jail, child = self._borrow_ready(self.policy.pool.start_timeout_s, wall)
+            jail, child = self._borrow_ready(
+                self.policy.pool.start_timeout_s, wall, request.modules
+            )
         except (JailDied, protocol.ProtocolError) as exc:
             return Outcome(
                 "killed", errors=[{"message": f"the jail died before the run: {exc}"}], retire=True
@@ -526,6 +535,7 @@ class Pool:
                     SESSION_RUNS,
                     spares=1,
                     python_level=self.python_level,
+                    load_all=True,
                 )
                 # the level the pool's own jails run at, never a weaker one
                 self._session_launcher = _launcher(self.isolation, args)
@@ -539,16 +549,19 @@ class Pool:
             jails = self._session_jails
         return jails.take()
 
-    def _borrow_ready(self, start_timeout: float, wall: float) -> tuple[JailProcess, Child]:
-        """A jail lent to this run and its ready child. A jail found ended is retired and
-        another borrowed, up to N+1 times (nothing of the run reached it); a jail that breaks
-        the protocol or has no child ready in time fails the run (JailDied, ProtocolError)."""
+    def _borrow_ready(
+        self, start_timeout: float, wall: float, modules=()
+    ) -> tuple[JailProcess, Child]:
+        """A jail lent to this run and its ready child, which has MODULES (the python level's
+        facade modules) loaded. A jail found ended is retired and another borrowed, up to
+        N+1 times (nothing of the run reached it); a jail that breaks the protocol, cannot
+        load MODULES or has no child ready in time fails the run (JailDied, ProtocolError)."""
         attempts = self.size + 1
         while True:
             attempts -= 1
-            jail = self._borrow(start_timeout + wall)
+            jail = self._borrow(start_timeout + wall, modules)
             try:
-                return jail, jail.wait_ready_child(time.monotonic() + start_timeout)
+                return jail, jail.wait_ready_child(time.monotonic() + start_timeout, modules)
             except (JailDied, protocol.ProtocolError):
                 self._give_back(jail, retire=True)
                 if jail.alive or not attempts:

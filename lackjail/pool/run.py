@@ -41,6 +41,8 @@ class Request:
     language: str = "lackpy"  # the level the jail validates at again
     session: bool = False  # the child keeps the run's globals for the session's next run
     seed: int | None = None  # seeds the program's `random` before the run (python level)
+    # the python level's facade modules the run's child must have loaded (its imports)
+    modules: tuple = ()
 
 
 @dataclass

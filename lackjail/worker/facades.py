@@ -1,11 +1,14 @@
 """The python level's standard library in the jail: one facade module per allowed module.
 
-`load()` runs in the zygote, before it forks a child that may run a python-level
-program: it imports every module of the table in lackjail.lang.facades (a child
-cannot: its imports end with no_lazy_imports and its filter kills any open) and
-builds, for each, a fresh module object holding only the table's names. A
-program's `import json` finds the facade through `importer`, the `__import__`
-of the python level's builtins; the real module never reaches the program.
+`load(names)` runs in the zygote, before it forks the children that may run a
+python-level program importing those modules: it imports them (a child cannot: its
+imports end with no_lazy_imports and its filter kills any open) and builds, for
+each, a fresh module object holding only the table's names (lackjail.lang.facades).
+A zygote loads a module the first time the controller asks for it (a program that
+imports nothing forks from a zygote as small as extended's), or all of them at its
+start (a session's). A program's `import json` finds the facade through
+`importer`, the `__import__` of the python level's builtins; the real module never
+reaches the program.
 
 A few names are wrapped, so that their arguments cannot name attributes, run text
 or reach the process's own streams: dataclasses.dataclass (field names that are
@@ -43,8 +46,10 @@ def importer(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A0
     """`__import__` for the python level: a facade by its exact name, nothing else.
 
     C code imports through the `__import__` of the frame running (datetime.strptime
-    imports _strptime): a module loaded already answers None, for that call's side effect
-    only; the C caller then takes the module from sys.modules itself, a program gets None.
+    imports _strptime), with a list for a fromlist: a module loaded already answers None,
+    for that call's side effect only; the C caller then takes the module from sys.modules
+    itself. A module of the table this child's zygote has not loaded is an ImportError,
+    never an import (the controller lends a run a child that has its modules).
     """
     facade = MODULES.get(name) if level == 0 else None
     if facade is not None:
@@ -56,10 +61,13 @@ def importer(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A0
         # numpy, or the jail's own packages: never handed out; CPython's words where one
         # is not installed (the validator lets a program try: `except ImportError`)
         raise ModuleNotFoundError(f"No module named {head!r}", name=head)
-    if not MODULES:
-        raise ImportError("this jail was started without the python level's modules")
-    if name in sys.modules:
-        return None
+    if name in sys.modules and (type(fromlist) is list or name not in FACADES):
+        return None  # C code imports with a list for a fromlist; a statement never does
+    if name in FACADES:  # the controller lends a child that has it loaded: a bug
+        raise ImportError(
+            f"module {name!r} was not loaded in this jail's child before the program ran "
+            "(a child cannot load one): please report this"
+        )
     raise ImportError(f"no module named {name!r} in the jail")
 
 
@@ -252,7 +260,7 @@ def _depth(frame):
     return depth
 
 
-def _field_names(cls, iskeyword):
+def _field_names(cls):
     """Refuse (TypeError) a class whose dataclass fields are not all named by identifiers.
     dataclasses writes each field's name into the source text of the methods it makes and
     exec()s it: a class statement's annotations are identifiers, but a program can give a
@@ -270,17 +278,14 @@ def _field_names(cls, iskeyword):
         if builtins.type(fields) is dict:
             names += [field.name for field in fields.values()]
     for name in names:
-        if builtins.type(name) is not str or not name.isidentifier() or iskeyword(name):
+        if builtins.type(name) is not str or not name.isidentifier():
             raise TypeError(
                 f"a dataclass field name must be an identifier in the jail, not {name!r}"
             )
 
 
-def _wrappers(modules):
-    """The wrapped names, by module."""
-    functools, hashlib, pprint = modules["functools"], modules["hashlib"], modules["pprint"]
-    dataclasses = modules["dataclasses"]
-    index = modules["operator"].index
+def _sys_wrappers(sys_module):
+    index = sys.modules["operator"].index  # loaded at every start (the worker's own imports)
 
     def setrecursionlimit(limit, /):
         limit = index(limit)
@@ -302,27 +307,48 @@ def _wrappers(modules):
     def getrecursionlimit():
         return sys.getrecursionlimit() - BELOW[0]
 
+    return {
+        "stdout": streams.STDOUT,
+        "stderr": streams.STDERR,
+        "setrecursionlimit": setrecursionlimit,
+        "getrecursionlimit": getrecursionlimit,
+    }
+
+
+def _dataclasses_wrappers(dataclasses):
     def dataclass(cls=None, /, **kwargs):
         make = dataclasses.dataclass(**kwargs)  # a bad keyword is refused here, as CPython's
 
         def checked(cls):
-            _field_names(cls, modules["keyword"].iskeyword)
+            _field_names(cls)
             return make(cls)
 
         return checked if cls is None else checked(cls)
 
+    return {"dataclass": dataclass}
+
+
+def _functools_wrappers(functools):
     def wraps(wrapped, /):
         return functools.wraps(wrapped)
 
     def update_wrapper(wrapper, wrapped, /):
         return functools.update_wrapper(wrapper, wrapped)
 
+    return {"wraps": wraps, "update_wrapper": update_wrapper}
+
+
+def _hashlib_wrappers(hashlib):
     def new(name, data=b"", **kwargs):
         # a plain str: a subclass's __eq__ and __hash__ could pass any name through the test
         if builtins.type(name) is not str or name not in hashlib.algorithms_guaranteed:
             raise ValueError(f"unsupported hash type {name}")
         return hashlib.new(name, data, **kwargs)
 
+    return {"new": new}
+
+
+def _pprint_wrappers(pprint):
     def pprint_(obj, stream=None, indent=1, width=80, depth=None, **kwargs):
         text = pprint.pformat(obj, indent, width, depth, **kwargs)
         if stream is None:
@@ -334,59 +360,104 @@ def _wrappers(modules):
         pprint_(obj, *args, sort_dicts=sort_dicts, **kwargs)
 
     pprint_.__name__ = pprint_.__qualname__ = "pprint"
-    return {
-        "dataclasses": {"dataclass": dataclass},
-        "functools": {"wraps": wraps, "update_wrapper": update_wrapper},
-        "hashlib": {"new": new},
-        "pprint": {"pprint": pprint_, "pp": pp},
-        "sys": {
-            "stdout": streams.STDOUT,
-            "stderr": streams.STDERR,
-            "setrecursionlimit": setrecursionlimit,
-            "getrecursionlimit": getrecursionlimit,
-        },
-    }
+    return {"pprint": pprint_, "pp": pp}
 
 
-def _warm(modules):
-    """First calls that load or read something once (and must not in a child): strptime's
-    locale tables, the local time zone, OpenSSL's digests, decimal's context.
+# The wrapped names, by module: module name -> a function of the real module.
+_WRAPPERS = {
+    "dataclasses": _dataclasses_wrappers,
+    "functools": _functools_wrappers,
+    "hashlib": _hashlib_wrappers,
+    "pprint": _pprint_wrappers,
+    "sys": _sys_wrappers,
+}
 
-    The jail has no /etc/localtime: its zone is UTC. With TZ unset, glibc's mktime looks
+
+def _utc():
+    """The jail has no /etc/localtime: its zone is UTC. With TZ unset, glibc's mktime looks
     for that file again at every call (an open the child's filter kills); TZ=UTC names
     the same zone, parsed once, here."""
     if not os.environ.get("TZ"):
         os.environ["TZ"] = "UTC"
-        modules["time"].tzset()
-    modules["time"].mktime(modules["time"].localtime())
-    modules["time"].strptime("2024-01-02", "%Y-%m-%d")
-    modules["datetime"].datetime.strptime("2024", "%Y")
-    modules["time"].localtime()
-    for algorithm in modules["hashlib"].algorithms_guaranteed:
-        modules["hashlib"].new(algorithm, b"x")
+        sys.modules["time"].tzset()
+
+
+def _warm_time(time):
+    _utc()
+    time.mktime(time.localtime())
+    time.strptime("2024-01-02", "%Y-%m-%d")
+    time.localtime()
+
+
+def _warm_datetime(datetime):
+    _utc()
+    datetime.datetime.strptime("2024", "%Y")
+    datetime.datetime.now()
+
+
+def _warm_hashlib(hashlib):
+    for algorithm in hashlib.algorithms_guaranteed:
+        hashlib.new(algorithm, b"x")
+
+
+def _warm_decimal(decimal):
     # in a context of its own: the zygote's (what a child's program starts in, and what
     # contextvars.copy_context() shows it) stays as empty as a script's
-    modules["contextvars"].Context().run(lambda: modules["decimal"].Decimal("1.5") + 1)
-    modules["uuid"].uuid4()
-    modules["unicodedata"].name("a")
-    modules["re"].compile(r"(?P<x>\w+)\s*").sub(r"\g<x>", "a b")
-    modules["calendar"].month_name[1]
-    modules["zlib"].decompress(modules["zlib"].compress(b"x"))
+    from _contextvars import Context  # contextvars.py's own, without its import
+
+    Context().run(lambda: decimal.Decimal("1.5") + 1)
 
 
-def _import_all() -> dict:
-    """The table's modules, imported. Two at-fork handlers they register are held back:
-    random's reseed and threading's reset of the threads a fork leaves behind. Every child
-    would run both cold (~150 us of CPU and ~45 page faults each, measured), and neither has
-    work there: a child reseeds random itself (`reseed`, before its filter goes on), and the
+def _warm_dataclasses(dataclasses):
+    @dataclasses.dataclass
+    class Item:
+        name: str
+        tags: list = dataclasses.field(default_factory=list)
+
+    repr(Item("x"))
+
+
+# First calls that load or read something once (and must not in a child): strptime's locale
+# tables, the local time zone, OpenSSL's digests, decimal's context. Keyed by the real
+# module: each runs once that module is in the zygote, whichever facade brought it in (uuid
+# brings hashlib).
+_WARM_UPS = {
+    "time": _warm_time,
+    "datetime": _warm_datetime,
+    "hashlib": _warm_hashlib,
+    "decimal": _warm_decimal,
+    "dataclasses": _warm_dataclasses,
+    "uuid": lambda uuid: uuid.uuid4(),
+    "unicodedata": lambda unicodedata: unicodedata.name("a"),
+    "re": lambda re: re.compile(r"(?P<x>\w+)\s*").sub(r"\g<x>", "a b"),
+    "calendar": lambda calendar: calendar.month_name[1],
+    "zlib": lambda zlib: zlib.decompress(zlib.compress(b"x")),
+}
+_WARMED: set = set()
+
+
+def _warm(names, imported):
+    """Run the warm-ups of the modules NAMES' facades stand for and of those IMPORTED (a
+    set of names) just now, each once. The ones the worker itself imports (time, datetime,
+    unicodedata) wait for their facade: no program reaches them before."""
+    for name, warm_up in _WARM_UPS.items():
+        if name not in _WARMED and (name in names or name in imported) and name in sys.modules:
+            warm_up(sys.modules[name])
+            _WARMED.add(name)
+
+
+def _held_back(work):
+    """WORK() with two at-fork handlers the modules it imports register held back: random's
+    reseed and threading's reset of the threads a fork leaves behind. Every child would run
+    both cold (~150 us of CPU and ~45 page faults each, measured), and neither has work
+    there: a child reseeds random itself (`reseed`, before its filter goes on), and the
     zygote never starts a thread, so its one thread is the child's and nothing is left
     behind. Any other handler is registered as it asked."""
     held = []
     register = os.register_at_fork
     os.register_at_fork = lambda **hooks: held.append(hooks)
     try:
-        for name in FACADES:
-            __import__(name)
+        work()
     finally:
         os.register_at_fork = register
     known = []
@@ -397,36 +468,114 @@ def _import_all() -> dict:
     for hooks in held:
         if list(hooks) != ["after_in_child"] or hooks["after_in_child"] not in known:
             register(**hooks)
-    return {name: sys.modules[name] for name in FACADES}
 
 
-def load() -> dict:
-    """Import the table's modules and build their facades (in the zygote, once)."""
-    if MODULES:
+def _facade(name, module):
+    """The facade of NAME: a fresh module holding the table's names of MODULE (the real
+    one), the wrapped ones in their place."""
+    own = _WRAPPERS[name](module) if name in _WRAPPERS else {}
+    facade = ModuleType(name)
+    for attr in FACADES[name]:
+        value = own.get(attr)
+        if value is None:
+            try:
+                value = getattr(module, attr)
+            except AttributeError:
+                raise _Missing(f"{name}.{attr} is missing from this Python") from None
+        setattr(facade, attr, value)
+    return facade
+
+
+# Modules outside the table that its modules import inside functions a program reaches:
+# typing's runtime-checkable protocols read attributes with inspect.getattr_static,
+# functools' dispatch keeps a weakref.WeakKeyDictionary.
+SUPPORT = ("inspect", "weakref")
+
+
+def _import_lazy(names, before, scanned) -> None:
+    """Import the modules of the table that the modules of NAMES, and every module imported
+    since BEFORE (a set of names), import inside their functions: Counter.most_common
+    imports heapq when it is first called, and HtmlDiff's helper imports re, which a child
+    cannot. Until no new one comes in; SCANNED (a set) holds the modules already read. Of
+    the modules outside the table, only SUPPORT's."""
+    while fresh := (set(names) | (sys.modules.keys() - before)) - scanned:
+        for name in fresh:
+            scanned.add(name)
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            own = [v for v in vars(module).values() if getattr(v, "__module__", 0) == name]
+            for target in _imported_inside(own):
+                if (target in FACADES or target in SUPPORT) and target not in sys.modules:
+                    __import__(target)
+
+
+def _imported_inside(values) -> set:
+    """The modules that the functions of VALUES, and of the classes among them, import by
+    absolute name (IMPORT_NAME with level 0 in their code, nested code included)."""
+    import opcode  # the zygote's alone, when it loads
+
+    load_const, import_name = opcode.opmap["LOAD_CONST"], opcode.opmap["IMPORT_NAME"]
+    extended = opcode.opmap["EXTENDED_ARG"]
+    codes: list = []
+    found: set = set()
+    for value in values:
+        members = list(vars(value).values()) if isinstance(value, builtins.type) else [value]
+        for member in members:
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            member = getattr(member, "__wrapped__", member)  # functools.cache's, wraps'
+            codes.append(getattr(member, "__code__", None))
+            codes.append(getattr(getattr(member, "fget", None), "__code__", None))
+    while codes:
+        code = codes.pop()
+        if not hasattr(code, "co_code"):
+            continue
+        raw, arg, consts = code.co_code, 0, []
+        for i in range(0, len(raw), 2):
+            op, arg = raw[i], raw[i + 1] | (arg << 8 if i and raw[i - 2] == extended else 0)
+            if op == load_const:
+                consts.append(code.co_consts[arg])
+            elif op == import_name and len(consts) >= 2 and consts[-2] == 0:
+                found.add(code.co_names[arg])
+        codes += [c for c in code.co_consts if hasattr(c, "co_code")]
+    return found
+
+
+def load(names=None) -> dict:
+    """Import the table's modules NAMES (every one when None) that are not loaded yet, build
+    their facades and run their warm-ups: in the zygote, before it forks the children that
+    may import them (a child cannot). Returns MODULES. Raises KeyError for a name not in
+    the table (nothing is imported then), ImportError when one cannot be loaded."""
+    wanted = [name for name in (FACADES if names is None else names) if name not in MODULES]
+    for name in wanted:
+        FACADES[name]  # noqa: B018 - a name outside the table is never imported
+    if not wanted:
         return MODULES
-    modules = _import_all()
-    wrapped = _wrappers(modules)
-    facades = {}
-    for name, names in FACADES.items():
-        module, own = modules[name], wrapped.get(name, {})
-        facade = ModuleType(name)
-        for attr in names:
-            value = own.get(attr)
-            if value is None:
-                try:
-                    value = getattr(module, attr)
-                except AttributeError:
-                    raise _Missing(f"{name}.{attr} is missing from this Python") from None
-            setattr(facade, attr, value)
-        facades[name] = facade
-    _warm(modules)
-    MODULES.update(facades)
+    before = set(sys.modules)
+
+    def work():
+        built = {}
+        for name in wanted:
+            __import__(name)
+            built[name] = _facade(name, sys.modules[name])
+        scanned: set = set()
+        while True:  # a warm-up imports too (strptime's locale tables), and what it imports
+            count = len(sys.modules)
+            _import_lazy(wanted, before, scanned)
+            _warm(wanted, set(sys.modules) - before)
+            if len(sys.modules) == count:
+                break
+        MODULES.update(built)
+
+    _held_back(work)
     return MODULES
 
 
 def reseed(seed: int | None = None) -> None:
-    """A fresh seed for `random` in each child (before its filter goes on): forked children
+    """A fresh seed for `random` in each child (before its filter goes on), once the zygote
+    has loaded it (its facade, or another's that imports it: statistics): forked children
     would otherwise all draw the zygote's numbers. SEED: a run's own, for numbers it can
     draw again."""
-    if MODULES:
-        sys.modules["random"].seed(seed)
+    random = sys.modules.get("random")
+    if random is not None:
+        random.seed(seed)

@@ -689,8 +689,31 @@ class _Sink:
 
 
 # The python level's warm-up, run by a zygote that serves that level: its own paths
-# (imports, class creation, a dataclass, the facades' common calls) specialised once.
+# (class creation, `with`) specialised once. It imports nothing: a zygote loads a facade
+# module when a program first needs it.
 PYTHON_WARM_UP = """\
+class Item:
+    def __init__(self, name):
+        self._n = len(name)
+        self.name = name
+class Box(Item):
+    def __init__(self, name):
+        super().__init__(name)
+    def __repr__(self):
+        return f"Box({self.name!r})"
+class Ctx:
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+with Ctx() as c:
+    pass
+[repr(Box("x")), Item("y").name]
+"""
+# And the imports and the facades' common calls, where a zygote loaded all its modules
+# at its start (a session's).
+PYTHON_MODULES_WARM_UP_NEEDS = ("json", "dataclasses", "collections")
+PYTHON_MODULES_WARM_UP = """\
 import json
 from dataclasses import dataclass, field
 from collections import Counter
@@ -700,20 +723,8 @@ class Item:
     tags: list = field(default_factory=list)
     def __post_init__(self):
         self._n = len(self.name)
-class Box(Item):
-    def __init__(self, name):
-        super().__init__(name)
-    def __repr__(self):
-        return f"{type(self).__name__}({self.name!r})"
-class Ctx:
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        return False
-with Ctx() as c:
-    pass
 data = json.loads(json.dumps({"a": [1, 2]}))
-[repr(Box("x")), Item("y"), data, Counter("abca").most_common(1)]
+[repr(Item("y")), data, Counter("abca").most_common(1)]
 """
 
 

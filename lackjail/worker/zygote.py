@@ -16,7 +16,9 @@ with the `spawned` frame (SCM_RIGHTS); the zygote keeps no end, so nothing a
 child writes can reach another child's run, and the controller sees end of
 file when the child is gone. When a child ends the zygote reports how
 (`done`) and forks the next. On the control channel it answers `ping`, kills
-a child on `cancel`, and exits on `stop` or end of file.
+a child on `cancel`, loads the python level's facade modules on `load` (the
+children forked before are retired: each `spawned` says how many loads its
+child's modules reflect), and exits on `stop` or end of file.
 
 Descriptors: 0 and 1 the control socket, 2 the jail's log. A child keeps
 only 3 and 4, its run channel; it closes the rest before any program runs.
@@ -104,6 +106,7 @@ class Zygote:
         self.ctrl = _socket.socket(fileno=CTRL)
         self.children = {}  # pidfd -> (pid, gen)
         self.gen = 0
+        self.loads = 0  # loads that added facade modules: a child's module set, by number
         self.poller = select.poll()
         self.poller.register(CTRL, select.POLLIN)
 
@@ -132,7 +135,7 @@ class Zygote:
         pidfd = os.pidfd_open(pid)
         self.children[pidfd] = (pid, self.gen)
         self.poller.register(pidfd, select.POLLIN)
-        self.send(protocol.make_spawned(self.gen), (in_w, out_r))
+        self.send(protocol.make_spawned(self.gen, self.loads), (in_w, out_r))
         for fd in (in_w, out_r):
             os.close(fd)
 
@@ -154,7 +157,7 @@ class Zygote:
     def command(self):
         """Answer one control frame; False when the zygote must exit."""
         try:
-            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "limit", "stop"))
+            msg = protocol.read_frame(self.ctrl.recv, ("ping", "cancel", "limit", "load", "stop"))
         except (EOFError, OSError, protocol.ProtocolError):
             msg = protocol.make_stop()
         if msg["t"] == "ping":
@@ -165,6 +168,9 @@ class Zygote:
                     os.kill(pid, signal.SIGKILL)
         elif msg["t"] == "limit":
             self.limit(msg["gen"], msg["memory_mb"])
+        elif msg["t"] == "load":
+            error = self.load(msg["modules"])
+            self.send(protocol.make_loaded(msg["id"], self.loads, error))
         else:
             for pid, _ in self.children.values():
                 os.kill(pid, signal.SIGKILL)
@@ -172,6 +178,34 @@ class Zygote:
                 os.waitpid(pid, 0)
             return False
         return True
+
+    def load(self, names) -> str | None:
+        """Load the facade modules NAMES (a list from the controller) that are not loaded
+        yet, and retire the children forked before (the serve loop forks new ones, which
+        have them); returns why not (None: done). A name outside the table is refused
+        before anything is imported; a module that fails to load is reported, not fatal."""
+        if not self.cfg.get("python"):
+            return "this jail does not serve the python level"
+        bad = [n for n in names if type(n) is not str or n not in facades.FACADES]
+        if bad:
+            return f"not a module of the python level: {bad[0]!r}"[:200]
+        new = [n for n in names if n not in facades.MODULES]
+        if not new:
+            return None
+        for pidfd, (pid, _) in list(self.children.items()):  # their module set is older
+            os.kill(pid, signal.SIGKILL)
+            self.reap(pidfd)
+        try:
+            facades.load(new)
+        except Exception as exc:  # a module missing from this Python, say
+            freeze_heap()  # what was loaded, half of it, is shared as the rest
+            return f"cannot load {', '.join(new)}: {type(exc).__name__}: {exc}"[:500]
+        program = "".join(f"import {name}\n" for name in new if "." not in name) + "1"
+        for _ in range(WARM_UPS):
+            runner.warm_up(self.cfg, program, "python")
+        freeze_heap()
+        self.loads += 1
+        return None
 
     def limit(self, gen, memory_mb):
         """Lower the address space of child GEN to MEMORY_MB for its next run (0: back to the
@@ -204,8 +238,9 @@ class Zygote:
         for fd, _ in self.poller.poll(None if timeout is None else timeout * 1000):
             if fd in self.children:
                 self.reap(fd)
-            elif not self.command():
+            elif fd == CTRL and not self.command():
                 return False
+            # else: a child a `load` ended and reaped after this poll
         return True
 
 
@@ -280,7 +315,7 @@ def main():
     # filter step ~150 -> ~115 us, 7 fewer page faults (measured in the jail).
     confine.set_no_new_privs()
     textcodecs.preload()
-    if cfg.get("python"):
+    if cfg.get("python") and cfg.get("load_all"):
         facades.load()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     zygote = Zygote(cfg, flt)
@@ -307,6 +342,16 @@ def share_heap(cfg) -> None:
         runner.warm_up(cfg)
         if cfg.get("python"):
             runner.warm_up(cfg, runner.PYTHON_WARM_UP, "python")
+            if set(runner.PYTHON_MODULES_WARM_UP_NEEDS) <= facades.MODULES.keys():
+                runner.warm_up(cfg, runner.PYTHON_MODULES_WARM_UP, "python")
+    freeze_heap()
+
+
+def freeze_heap() -> None:
+    """Make what the heap holds now shared by the children forked after: immortal objects,
+    free pages handed back, the allocator's holes filled, the collector kept off. After
+    share_heap, the objects made since (a load's) are the young ones: only they are
+    collected, marked and frozen."""
     gc.collect()
     immortalize_heap()
     libc.malloc_trim(0)  # hand free heap pages back: a smaller zygote

@@ -113,7 +113,7 @@ def test_ends_without_a_result(tmp_path, steps, status, text, retire):
 @pytest.mark.parametrize(
     "ctrl",
     [
-        _frame({"t": "spawned", "gen": 7}),  # no descriptors attached
+        _frame({"t": "spawned", "gen": 7, "loads": 0}),  # no descriptors attached
         _frame({"t": "pong", "id": 1, "x": 2}),
         _hex(b"\0\0\0\x05" + b"\xc1" * 5),
     ],

@@ -231,6 +231,28 @@ def test_rejected(source, rule):
     assert rule in rules(source), rules(source)
 
 
+def test_a_verdict_names_the_modules_a_run_needs_loaded():
+    """What the controller has the zygote load before it lends a child: each facade module
+    imported (however spelt), and typing where the program names `type` (`type | None` is
+    a typing.Union of the jail's type) unless it bound that name itself."""
+    for source, modules in [
+        ("x = 1", ()),
+        (
+            "import json as j, re\nfrom collections.abc import Mapping\nx = j",
+            ("collections.abc", "json", "re"),
+        ),
+        ("from __future__ import annotations\nfrom math import pi", ("__future__", "math")),
+        ("def f():\n    import decimal\n    return decimal", ("decimal",)),
+        ("x = type(1)", ("typing",)),
+        ("def f(c: type | None = None):\n    return c", ("typing",)),
+        ("type = len\ntype('ab')", ()),
+    ]:
+        verdict = validate(source, language="python")
+        assert verdict.valid and verdict.modules == modules, (source, verdict)
+    assert validate("import os", language="python").modules == ()  # rejected: nothing to load
+    assert validate("x = 1", language="extended").modules == ()
+
+
 def test_a_forbidden_module_names_the_tool_to_use_instead():
     (error,) = validate("import os", language="python").errors
     assert "read_file" in error.message and (error.line, error.col) == (1, 8)

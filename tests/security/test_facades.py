@@ -63,6 +63,25 @@ def test_the_importer_hands_out_facades_only(modules):
         facades.importer("json", None, None, (), 1)  # relative
 
 
+def test_the_importer_fails_closed_for_a_facade_not_loaded_in_the_child(modules, monkeypatch):
+    """The controller lends a run a child that has its modules loaded; were it not so, an
+    import statement gets a clear ImportError, never the real module and never an import.
+    C code importing for a side effect (a list for a fromlist) gets None, as from a loaded
+    module: it reads sys.modules itself."""
+    loaded = {k: v for k, v in modules.items() if k not in ("json", "csv")}
+    monkeypatch.setattr(facades, "MODULES", loaded)
+    for fromlist in (None, ("loads",)):
+        with pytest.raises(ImportError, match="'json' was not loaded in this jail's child"):
+            facades.importer("json", None, None, fromlist, 0)
+    assert facades.importer("json", None, None, [], 0) is None
+    assert facades.importer("re") is modules["re"]
+    monkeypatch.delitem(sys.modules, "csv")  # a facade's module the zygote never imported
+    for fromlist in (None, []):
+        with pytest.raises(ImportError):
+            facades.importer("csv", None, None, fromlist, 0)
+    assert "csv" not in sys.modules
+
+
 def test_type_hands_out_no_metaclass():
     jail_type = facades.TYPE
     assert jail_type(1) is int and jail_type("a") is str
