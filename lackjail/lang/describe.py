@@ -130,7 +130,7 @@ def spec(level: str = grammar.DEFAULT_LANGUAGE, limits: ProgramLimits | None = N
             for rule_id, (text, bad, good, lvl) in RULEBOOK.items()
         ],
         "custom_rules": [{"id": rule_id, "description": text} for rule_id, text in SHIPPED.items()],
-        "limits": (limits or ProgramLimits()).to_dict(),
+        "limits": (limits or ProgramLimits()).to_dict(level),
         "positions": POSITIONS,
     }
 

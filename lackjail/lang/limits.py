@@ -1,12 +1,24 @@
 """Size caps that keep validation (and the jail's later compile) bounded in time and memory."""
 
+import sys
+
 DEFAULTS = {
     "max_source_bytes": 64 * 1024,
     "max_nodes": 20_000,
     "max_depth": 100,
     "max_comprehension_depth": 8,
     "max_literal_len": 32 * 1024,
-    "max_int_digits": 100,
+    "max_int_digits": None,  # the level's: INT_DIGITS
+}
+# max_int_digits by level, unless a caller sets it: the python level takes the literals a
+# script may hold, up to CPython's own cap on int/str conversion (4,300 digits: its parser
+# refuses a longer decimal literal, in the controller and in the jail alike); the levels
+# below keep their 100. A program computes bigger ints anyway (10 ** 5000): what the cap
+# bounds is the validator's and the compiler's work on one literal, never a value.
+INT_DIGITS = {
+    "lackpy": 100,
+    "extended": 100,
+    "python": sys.int_info.default_max_str_digits,
 }
 
 
@@ -24,7 +36,7 @@ class ProgramLimits:
     max_depth: int
     max_comprehension_depth: int
     max_literal_len: int
-    max_int_digits: int
+    max_int_digits: int | None
 
     def __init__(self, **caps):
         unknown = set(caps) - set(DEFAULTS)
@@ -34,7 +46,8 @@ class ProgramLimits:
             )
         for name, default in DEFAULTS.items():
             value = caps.get(name, default)
-            if type(value) is not int or value < 1:
+            unset = value is None is default  # max_int_digits: the level's own
+            if not unset and (type(value) is not int or value < 1):
                 raise ValueError(f"ProgramLimits.{name} must be a positive int, not {value!r}")
             object.__setattr__(self, name, value)
 
@@ -56,6 +69,14 @@ class ProgramLimits:
     def __repr__(self):
         return "ProgramLimits(" + ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items()) + ")"
 
-    def to_dict(self) -> dict:
-        """The caps by name, for the spec and JSON output."""
-        return {name: getattr(self, name) for name in DEFAULTS}
+    def int_digits(self, level: str) -> int:
+        """The integer-literal cap at LEVEL: the one set, else the level's (INT_DIGITS)."""
+        return self.max_int_digits or INT_DIGITS[level]
+
+    def to_dict(self, level: str | None = None) -> dict:
+        """The caps by name, for the spec and JSON output; at LEVEL, max_int_digits is
+        the one that level applies."""
+        caps = {name: getattr(self, name) for name in DEFAULTS}
+        if level is not None:
+            caps["max_int_digits"] = self.int_digits(level)
+        return caps

@@ -76,7 +76,8 @@ RULEBOOK = {
         "described",
     ),
     "limit-int-digits": (
-        "an integer literal has at most max_int_digits decimal digits",
+        "an integer literal has at most max_int_digits decimal digits (by default 100; "
+        "python: 4,300, CPython's own cap on int/str conversion)",
         "x = 1" + "0" * 100,
         "x = 10",
         "lackpy",
@@ -101,7 +102,13 @@ RULEBOOK = {
         "x = int('1')",
         "lackpy",
     ),
-    "dunder-name": ("no name or keyword argument starts with '__'", "__x = 1", "x = 1", "lackpy"),
+    "dunder-name": (
+        "no name or keyword argument starts with '__' (python: `__name__` and `__debug__` "
+        "are read)",
+        "__x = 1",
+        "x = 1",
+        "lackpy",
+    ),
     "non-ascii-identifier": (
         "identifiers are ASCII (Python would NFKC-normalise fullwidth letters)",
         "café = 1",
@@ -287,13 +294,16 @@ RULEBOOK = {
         "python",
     ),
     "import-name": (
-        "python: `from X import` names one by one names that X's facade holds",
+        "python: `from X import` names one by one names that X's facade holds (or, from a "
+        "module built into the interpreter such as sys, a name it lacks too: the ImportError "
+        "is CPython's)",
         "from json import codecs",
         "from json import loads",
         "python",
     ),
     "module-attribute": (
-        "python: a module's attribute is one of the names its facade holds, and is only read",
+        "python: a module's attribute is one of the names its facade holds (or a public name "
+        "the real module lacks too: the AttributeError is CPython's), and is only read",
         "import json\nc = json.codecs",
         "import json\nx = json.loads('1')",
         "python",

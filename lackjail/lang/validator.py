@@ -32,6 +32,7 @@ from .grammar import (
 )
 from .limits import ProgramLimits
 from .source import SourceError, prepare
+from .stdlib_names import NO_FILE, lacks
 
 FILENAME = "<lackpy>"
 
@@ -201,6 +202,9 @@ def _plain_fields(text, depth=0) -> bool:
 # The builtins that take an attribute's name as a string (the jail's own, guarded).
 _BY_NAME = frozenset({"getattr", "hasattr", "setattr"})
 _NAME_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
+# The names a script reads that the interpreter sets: `__debug__` is a constant (True
+# without -O; the jail runs no -O), never bound.
+_READ_DUNDERS = frozenset({"__name__", "__debug__"})
 # A module's own data, as scripts set it: no meaning to the interpreter or the jail.
 _MODULE_DUNDERS = frozenset({"__all__", "__version__", "__author__"})
 
@@ -362,7 +366,7 @@ class _Walker:
         self.max_depth = limits.max_depth
         self.max_scope = limits.max_comprehension_depth
         self.max_literal = limits.max_literal_len
-        self.max_digits = limits.max_int_digits
+        self.max_digits = limits.int_digits(language)
         self.private_defined = set()  # the '_x' attributes the program's own objects get
         self.private_used = []  # (name, line, col) of each '_x' attribute it reads
         self.rebound = set()  # the builtin names the program binds anywhere
@@ -962,9 +966,10 @@ class _Walker:
             self.needs.add(IMPLIED[ident])
 
     def python_dunder(self, ident, ctx, line, col) -> bool:
-        """The python level's '__' names: `__name__` read, and in a class body the dunders
-        a class may define (DEFINABLE_DUNDERS). True when IDENT is one of those, handled."""
-        if (ident == "__name__" and ctx is _LOAD) or ident in _MODULE_DUNDERS:
+        """The python level's '__' names: `__name__` and `__debug__` (CPython's constant
+        True) read, and in a class body the dunders a class may define (DEFINABLE_DUNDERS).
+        True when IDENT is one of those, handled."""
+        if (ident in _READ_DUNDERS and ctx is _LOAD) or ident in _MODULE_DUNDERS:
             if ctx is _STORE:
                 self.current.names.add(ident)
             return True
@@ -1592,7 +1597,9 @@ class _Walker:
         return False
 
     def module_attribute(self, node, name, line, col):
-        """`json.loads`: a name of the module's facade, read (a facade is read-only)."""
+        """`json.loads`: a name of the module's facade, read (a facade is read-only). A
+        public name the real module lacks too (re.PatternError in 3.12) is read: the facade
+        raises CPython's own AttributeError."""
         module = self.modules[name]
         if node.ctx.__class__ is not _LOAD:
             self.error(
@@ -1601,7 +1608,7 @@ class _Walker:
                 line,
                 col,
             )
-        elif node.attr not in FACADES[module]:
+        elif node.attr not in FACADES[module] and not lacks(module, node.attr):
             self.error(
                 "module-attribute",
                 f"{module} has no {node.attr!r} here: its names are "
@@ -1667,7 +1674,9 @@ class _Walker:
             self.enter(alias, depth)
             if allowed is None:
                 self.bind_alias(alias, alias.asname or alias.name, "imported name")
-            elif alias.name not in allowed:
+            elif alias.name not in allowed and not (
+                module in NO_FILE and lacks(module, alias.name)
+            ):
                 self.error(
                     "import-name",
                     f"{module} has no {alias.name!r} here; its names are {', '.join(allowed)}"
@@ -2062,9 +2071,9 @@ def validate_tree(
         tree = _parse(text)
     except SyntaxError as exc:
         if (exc.msg or "").startswith("Exceeds the limit"):  # CPython's own int-digit cap
+            cap = min(limits.int_digits(language), sys.get_int_max_str_digits() or sys.maxsize)
             return _failure(
-                f"integer literal has more than {limits.max_int_digits} digits; "
-                f"the limit is {limits.max_int_digits}",
+                f"integer literal has more than {cap} digits; the limit is {cap}",
                 "limit-int-digits",
                 *_place(exc),
             ), None

@@ -11,7 +11,13 @@ from lackjail.lang import ProgramLimits, validate
 def test_defaults():
     limits = ProgramLimits()
     assert limits.max_source_bytes == 64 * 1024
-    assert limits.max_int_digits == 100
+    assert limits.max_int_digits is None  # the level's own
+    assert [limits.int_digits(level) for level in ("lackpy", "extended", "python")] == [
+        100,
+        100,
+        4300,
+    ]
+    assert ProgramLimits(max_int_digits=7).int_digits("python") == 7
     assert 1 <= limits.max_comprehension_depth <= 10  # well below the ~21 that crashes compile()
     with pytest.raises(AttributeError):
         limits.max_depth = 5
@@ -43,6 +49,19 @@ def test_edge_of_each_cap(field, at_limit, over_limit):
     result = validate(over_limit, limits=limits)
     assert not result.valid
     assert str(value) in result.errors[0].message  # the message names the limit
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended", "python"])
+def test_an_int_literal_may_be_as_long_as_the_levels_cap(level):
+    """python takes the literals a script may hold (CPython parses up to 4,300 digits); the
+    levels below keep 100, as before. A hex literal is held to the same cap."""
+    cap = 4300 if level == "python" else 100
+    assert validate("x = " + "9" * cap, language=level).valid
+    for over in ("x = 1" + "0" * cap, "x = -1" + "0" * cap, "x = 0x" + "f" * (cap + 10)):
+        (error,) = validate(over, language=level).errors
+        assert (error.rule, error.line) == ("limit-int-digits", 1)
+        assert error.message.endswith(f"the limit is {cap}"), error.message
+    assert ProgramLimits().to_dict()["max_int_digits"] is None
 
 
 def test_node_and_depth_caps_name_their_limit():

@@ -6,7 +6,7 @@ import timeit
 
 import pytest
 
-from lackjail.lang import LANGUAGES, render, spec, validate
+from lackjail.lang import LANGUAGES, render, spec, stdlib_names, validate
 from lackjail.lang.facades import FACADES, INSTEAD
 from lackjail.lang.grammar import DEFINABLE_DUNDERS
 
@@ -440,3 +440,81 @@ def test_validating_a_twenty_line_program_at_python_costs_about_what_extended_do
     ratio = best["python"] / best["extended"]
     print(f"python/extended validation cost: {ratio:.3f}", file=sys.stderr)
     assert ratio < 2.0, ratio
+
+
+# -- what CPython itself lacks -------------------------------------------------------
+
+
+def _left_out_now() -> tuple[dict, frozenset]:
+    """stdlib_names' LEFT_OUT and NO_FILE as this interpreter's real modules give them."""
+    import importlib
+
+    left_out, no_file = {}, set()
+    for module, held in FACADES.items():
+        real = importlib.import_module(module)
+        if module == "__future__" or "__getattr__" in vars(real):
+            continue  # `from __future__ import x` is a SyntaxError; __getattr__ makes names up
+        if getattr(real, "__file__", None) is None:
+            no_file.add(module)
+        left_out[module] = frozenset(n for n in dir(real) if n[:1] != "_" and n not in held)
+    return left_out, frozenset(no_file)
+
+
+def test_the_table_of_left_out_names_is_this_interpreters():
+    """What the validator knows of the real modules (it cannot import them in the jail) is
+    what they hold here; on a difference, the table to paste is printed."""
+    left_out, no_file = _left_out_now()
+    table = "\n".join(f'    "{m}": "{" ".join(sorted(n))}",' for m, n in left_out.items())
+    assert (stdlib_names.LEFT_OUT, stdlib_names.NO_FILE) == (left_out, no_file), (
+        f"{table}\nNO_FILE = {sorted(no_file)}"
+    )
+
+
+# At python, a public name the real module lacks too fails at run time as in CPython.
+LACKED = [
+    "import re\ntry:\n    re.compile('(')\nexcept re.PatternError:\n    pass",
+    "import re as r\nx = r.PatternError",
+    "import math\nx = math.nothing",
+    "from sys import nonexistent",
+    "from time import nonexistent as n\nx = n",
+    "from itertools import nonexistent",
+    "x = __debug__\nassert __debug__ is True",
+    "def f():\n    return __debug__",
+]
+# What CPython would find (the facade leaves it out on purpose), what it names with a file
+# path the facade has not, and what binds __debug__, stay rejected.
+STILL_REFUSED = [
+    ("import random\nx = random._os", "module-attribute"),
+    ("import operator\nx = operator.attrgetter", "module-attribute"),
+    ("import sys\nx = sys.modules", "module-attribute"),
+    ("import calendar\nx = calendar.January", "module-attribute"),  # a module __getattr__
+    ("import re\nre.PatternError = 1", "module-attribute"),
+    ("from sys import modules", "import-name"),
+    ("from re import PatternError", "import-name"),  # CPython's message names re's file
+    ("from json import nonexistent", "import-name"),
+    ("from __future__ import nonexistent", "import-name"),
+    ("__debug__ = 1", "dunder-name"),
+    ("def f(__debug__):\n    pass", "dunder-name"),
+    ("for __debug__ in []:\n    pass", "dunder-name"),
+    ("def f():\n    global __debug__", "dunder-name"),
+    ("print(__debug__=1)", "dunder-name"),
+]
+
+
+@pytest.mark.parametrize("source", LACKED)
+def test_a_name_cpython_lacks_too_is_left_to_run_time(source):
+    assert rules(source) == []
+
+
+@pytest.mark.parametrize(("source", "rule"), STILL_REFUSED)
+def test_a_name_cpython_has_or_a_bound_debug_stays_refused(source, rule):
+    assert rule in rules(source), rules(source)
+
+
+@pytest.mark.parametrize("level", ["lackpy", "extended"])
+@pytest.mark.parametrize("source", LACKED + [s for s, _ in STILL_REFUSED])
+def test_below_python_what_cpython_lacks_is_refused_as_before(level, source):
+    refused = set(rules(source, level))
+    assert refused & {"forbidden-node", "dunder-name", "forbidden-name"}, refused
+    if source in (LACKED[6], "__debug__ = 1"):  # __debug__ read, or bound
+        assert "dunder-name" in refused

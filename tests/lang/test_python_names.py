@@ -109,7 +109,7 @@ STILL_REJECTED = [
     ("x = __builtins__", "forbidden-name"),
     ("x = __build_class__", "forbidden-name"),
     ("x = __loader__", "forbidden-name"),
-    ("x = __debug__", "dunder-name"),
+    ("__debug__ = 1", "dunder-name"),  # read, __debug__ is CPython's constant True
     ("x = __spam__", "dunder-name"),
     # importable names that are forbidden unless the program imports them
     ("x = compile('a')", "forbidden-name"),

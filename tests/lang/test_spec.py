@@ -26,7 +26,9 @@ def test_spec_describes_the_language():
         "max-calls",
         "no-nested-calls",
     }
-    assert SPEC["limits"] == ProgramLimits().to_dict()
+    assert SPEC["limits"] == ProgramLimits().to_dict("lackpy")
+    assert SPEC["limits"]["max_int_digits"] == 100
+    assert spec("python")["limits"]["max_int_digits"] == 4300
     assert all(isinstance(getattr(ast, name), type) for name in SPEC["nodes"])
     assert {"Lambda", "ListComp", "JoinedStr"} <= set(SPEC["nodes"])
     assert not {"Import", "FunctionDef", "While", "Try", "With", "GeneratorExp"} & set(
