@@ -432,3 +432,49 @@ def test_what_a_deep_recursion_prints_is_all_there_in_order(jail):
     lines = r.output.splitlines()
     assert r.status == "ok" and lines[-1] == "done maximum recursion depth exceeded", lines[-3:]
     assert lines[:-1] == [str(n) for n in range(len(lines) - 1)] and len(lines) > 990
+
+
+# Names CPython 3.12 lacks too, the python level leaves to run time: the jail's error is the
+# script's, word for word. __debug__ is CPython's True; a 4,300-digit literal is a script's.
+LACKED = [
+    "import re\ntry:\n    re.compile('(')\nexcept re.PatternError:\n    pass",
+    "import re as r\nr.PatternError",
+    "import math\nmath.nothing",
+    "from sys import nonexistent",
+    "from time import nonexistent as n",
+    "from itertools import nonexistent",
+    "def f():\n    from sys import nothing\n    return nothing\nf()",
+]
+
+
+@pytest.mark.parametrize("source", LACKED)
+def test_a_name_cpython_lacks_too_fails_as_in_a_script(jail, tmp_path, source):
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
+    assert want.returncode == 1 and "Error: " in want.stderr, want.stderr
+    assert lang.validate(source, language="python").valid
+    r = jail.run(source)
+    assert r.status == "error", r
+    assert r.errors[0]["message"] == want.stderr.splitlines()[-1], (r.errors, want.stderr)
+
+
+def test_debug_and_a_long_literal_are_what_a_script_has(jail, tmp_path):
+    import subprocess
+    import sys
+
+    source = (
+        f"x = {'7' * 4300}\nprint(__debug__, __debug__ is True, len(str(x)))\n"
+        "def f():\n    return __debug__\nprint(f(), x % 1000003)\n"
+        "try:\n    import re\n    re.PatternError\nexcept AttributeError as e:\n    print(e)\n"
+        "try:\n    from sys import nothing\nexcept ImportError as e:\n    print(e)"
+    )
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    want = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True)
+    assert want.returncode == 0 and want.stdout.count("\n") == 4, want.stderr
+    r = jail.run(source)
+    assert (r.status, r.output) == ("ok", want.stdout), r.errors
