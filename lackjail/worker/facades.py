@@ -10,14 +10,14 @@ start (a session's). A program's `import json` finds the facade through
 `importer`, the `__import__` of the python level's builtins; the real module never
 reaches the program.
 
-A few names are wrapped, so that their arguments cannot name attributes, run text
-or reach the process's own streams: dataclasses.dataclass (field names that are
-identifiers only: it exec()s them), functools.wraps/update_wrapper (no
+A few names are wrapped, so that their arguments cannot name attributes or
+reach the process's own streams: functools.wraps/update_wrapper (no
 `assigned`/`updated`), hashlib.new (algorithms_guaranteed only), pprint.pprint
 and pprint.pp (they print with the program's print), sys.stdout and sys.stderr
 (the program's output: lackjail.worker.streams), sys's recursion limit (the
 program's own, bounded), and `type` (TYPE, below), which hands out no metaclass
-and makes only the classes a class statement may make.
+and makes only the classes a class statement may make. dataclasses' Field takes only
+names a class body could give it (it exec()s them and reads attributes by them).
 """
 
 import builtins
@@ -260,30 +260,6 @@ def _depth(frame):
     return depth
 
 
-def _field_names(cls):
-    """Refuse (TypeError) a class whose dataclass fields are not all named by identifiers.
-    dataclasses writes each field's name into the source text of the methods it makes and
-    exec()s it: a class statement's annotations are identifiers, but a program can give a
-    class other names (a TypedDict's keys copied by update_wrapper, a base's Field renamed)
-    and have its own text run there, beyond the validator's sight. The names checked are
-    those dataclasses takes: the class's own annotations and its bases' fields."""
-    if not isinstance(cls, builtins.type):
-        return  # dataclass() says what is wrong with it
-    annotations = cls.__dict__.get("__annotations__", None)
-    if annotations is not None and builtins.type(annotations) is not dict:
-        raise TypeError("a dataclass's annotations are a plain dict in the jail")
-    names = list(annotations or ())
-    for base in cls.__mro__[-1:0:-1]:
-        fields = getattr(base, "__dataclass_fields__", None)
-        if builtins.type(fields) is dict:
-            names += [field.name for field in fields.values()]
-    for name in names:
-        if builtins.type(name) is not str or not name.isidentifier():
-            raise TypeError(
-                f"a dataclass field name must be an identifier in the jail, not {name!r}"
-            )
-
-
 def _sys_wrappers(sys_module):
     index = sys.modules["operator"].index  # loaded at every start (the worker's own imports)
 
@@ -316,16 +292,26 @@ def _sys_wrappers(sys_module):
 
 
 def _dataclasses_wrappers(dataclasses):
-    def dataclass(cls=None, /, **kwargs):
-        make = dataclasses.dataclass(**kwargs)  # a bad keyword is refused here, as CPython's
+    """No name is wrapped: the Field class is guarded instead. dataclasses writes each field's
+    name into the text of the methods it makes and exec()s it, and asdict, astuple and
+    replace read each field's attribute by that name. A class statement's fields have
+    identifiers for names, but a program can give a class others (a TypedDict's keys copied
+    by update_wrapper) or rename a Field afterwards (`fields(P)[0].name = ...`): its text
+    then ran, or its dunder attributes were read, beyond the validator's sight. So a Field's
+    name is what a class body could have named it, or the Field is refused (TypeError)."""
+    set_slot = object.__setattr__
 
-        def checked(cls):
-            _field_names(cls)
-            return make(cls)
+    def __setattr__(self, attr, value):
+        if attr == "name" and value is not None:
+            if builtins.type(value) is not str or not value.isidentifier() or value[:2] == "__":
+                raise TypeError(
+                    f"a dataclass field's name must be an identifier not starting "
+                    f"with '__' in the jail, not {value!r}"
+                )
+        set_slot(self, attr, value)
 
-        return checked if cls is None else checked(cls)
-
-    return {"dataclass": dataclass}
+    dataclasses.Field.__setattr__ = __setattr__
+    return {}
 
 
 def _functools_wrappers(functools):
