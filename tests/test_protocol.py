@@ -13,7 +13,7 @@ SAMPLES = [
     {"t": "cancel", "gen": 3},
     {"t": "stop"},
     {"t": "ready", "gen": 1},
-    {"t": "spawned", "gen": 1},
+    {"t": "spawned", "gen": 1, "loads": 2},
     {"t": "done", "gen": 1, "code": 0, "signal": None, "cpu_ms": 1.5, "max_rss_kb": 100},
     {
         "t": "run",
@@ -30,6 +30,8 @@ SAMPLES = [
     },
     {"t": "limit", "gen": 2, "memory_mb": 64},
     {"t": "limited", "gen": 2, "memory_mb": 0, "ok": True},
+    {"t": "load", "id": 4, "modules": ["json", "re"]},
+    {"t": "loaded", "id": 4, "loads": 1, "error": None},
     {
         "t": "return",
         "seq": 1,
@@ -143,6 +145,8 @@ def test_builders_make_frames_of_their_schema():
         protocol.make_run("a", "1", {}, [], {}, "lackpy"),
         protocol.make_limit(1, 64),
         protocol.make_limited(1, 64, True),
+        protocol.make_load(1, ["json"]),
+        protocol.make_loaded(1, 1, "no module 'os' in the table"),
         protocol.make_return(1, True, None, None, None),
         protocol.make_output("x"),
         protocol.make_call(1, "t", [], {}),
