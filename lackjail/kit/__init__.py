@@ -9,9 +9,8 @@ The names below load on first use: resolving a kit imports neither the call path
 staged writes) nor the kits' documentation.
 """
 
-import importlib
-
 from lackjail.kit.assembly.kit import Kit
+from lackjail.lazy import exports
 
 TYPE_CHECKING = False  # typing's own costs an import; the type checker reads this name alike
 if TYPE_CHECKING:
@@ -87,13 +86,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lackjail.kit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())
 
 
 def resolve_kit(spec, workspace=None, extra_tools=None, toolbox=None, extra_label="extra_tools"):

@@ -8,7 +8,7 @@ The names below load on first use, so that a command can import `pool.early` (st
 library only) before anything else.
 """
 
-import importlib
+from lackjail.lazy import exports
 
 TYPE_CHECKING = False  # typing's own costs an import; the type checker reads this name alike
 if TYPE_CHECKING:
@@ -27,10 +27,4 @@ _EXPORTS = {
 __all__ = ["IsolationError", "Outcome", "Pool", "PoolError", "Request"]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lackjail.pool' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())

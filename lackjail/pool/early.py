@@ -31,7 +31,7 @@ import sys
 import threading
 import zlib
 
-from lackjail.pool.spawn import Spawned, spawn
+from lackjail.pool.spawn import Spawned, config_memfd, spawn
 from lackjail.workspace.beneath import open_host_dir
 from lackjail.workspace.hostfs import open_at, open_regular_at, read_fd
 
@@ -111,13 +111,9 @@ def discard() -> None:
 
 
 def _spawn_config(binary: str, env: dict, config: str) -> Spawned:
-    """nsjail started with CONFIG, handed over in an anonymous file in memory (no file of ours
-    on disk that anyone could swap while nsjail opens it)."""
-    fd = os.memfd_create("lackjail-nsjail-config", os.MFD_CLOEXEC)
+    """nsjail started with CONFIG, handed over in an anonymous file in memory."""
+    fd = config_memfd(config)
     try:
-        data = memoryview(config.encode("utf-8"))
-        while data:
-            data = data[os.write(fd, data) :]
         return spawn([binary, "--config", f"/proc/self/fd/{fd}"], env, pass_fds=(fd,))
     finally:
         os.close(fd)

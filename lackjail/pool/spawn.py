@@ -14,6 +14,21 @@ import subprocess
 import time
 
 
+def config_memfd(text: str) -> int:
+    """nsjail's configuration TEXT in an anonymous file in memory, its descriptor returned
+    (close-on-exec; pass it with pass_fds and name it /proc/self/fd/N): nothing on disk to
+    clean up, nor for anyone to swap while nsjail opens it."""
+    fd = os.memfd_create("lackjail-nsjail-config", os.MFD_CLOEXEC)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 class Spawned:
     """A started zygote process: PROC, our end of its control socket CTRL (blocking as made),
     and LOG, the file its stderr (nsjail's own messages) goes to."""

@@ -11,7 +11,7 @@ The names below load on first use: a command that only opens a folder or reads i
 does not import the staging and commit machinery.
 """
 
-import importlib
+from lackjail.lazy import exports
 
 TYPE_CHECKING = False  # typing's own costs an import; the type checker reads this name alike
 if TYPE_CHECKING:
@@ -31,10 +31,4 @@ _EXPORTS = {
 __all__ = ["Root", "StagingArea", "Workspace", "WorkspaceView", "show", "workspace_root"]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lackjail.workspace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())
