@@ -87,6 +87,7 @@ class Run:
         # calls be served by a relay thread (relay.py); None: each call goes through the handler
         self._inline = getattr(tool_handler, "inline", None)
         self._watch: relay.Watch | None = None  # set while a relay thread serves the run
+        self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
         self.cancelled = False
         # why answers can no longer reach the child (it closed its end); what it already wrote
@@ -242,9 +243,12 @@ class Run:
                 jail.send_ctrl(protocol.make_cancel(child.gen))
                 self.cancelled, self._until = True, time.monotonic() + kill_grace
                 continue
-            events = _spin(poller) if self._spin else None
+            if self._spin:  # after a tool call: the program usually calls again or ends soon
+                events = self._spinner.poll(poller.poll, timeout * 1000)
+            else:  # programs compute: a spin would take the CPU they need
+                events = poller.poll(timeout * 1000)
             self._spin = False
-            for fd, _ in events or poller.poll(timeout * 1000):
+            for fd, _ in events:
                 if fd == child.run_out:
                     if self._child_open and child.pump(RUN_FRAMES) is False:
                         self._child_open = False
@@ -356,18 +360,6 @@ class Run:
         return Outcome(
             status, errors=[_msg(message)], cpu_ms=round(cpu_ms, 3), max_rss_kb=done["max_rss_kb"]
         )
-
-
-def _spin(poller, spin_s: float = protocol.SPIN_S):
-    """Poll without sleeping for a moment: a program that just got a tool's answer
-    usually calls again or finishes within it, and a sleeping thread costs a
-    wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
-    while programs compute would take the CPU they need."""
-    until = time.perf_counter() + spin_s
-    while True:
-        events = poller.poll(0)
-        if events or time.perf_counter() > until:
-            return events
 
 
 def _errors_ok(errors) -> bool:

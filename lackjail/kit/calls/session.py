@@ -26,7 +26,14 @@ from typing import Any
 
 from lackjail.errors import LimitExceeded, RunOutOfTime, ToolCallError, ToolDenied
 from lackjail.kit.calls.budget import Budget
-from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
+from lackjail.kit.plain import (
+    ARGS_MAX_SIZE,
+    RESULT_MAX_SIZE,
+    display,
+    plain_call,
+    plain_copy,
+    summarize,
+)
 from lackjail.kit.tools.providers import ToolContext
 from lackjail.policy import load_policy
 from lackjail.workspace.protect import Protection
@@ -171,7 +178,7 @@ class ToolSession:
             raise ToolCallError(
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
-        args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
+        args, kwargs = plain_call(args, kwargs, f"{name}() arguments", ARGS_MAX_SIZE)
         entry["args"], kept = _render(args, TRACE_ARGS_CHARS)
         if kwargs:
             entry["kwargs"], used = _render(kwargs, TRACE_ARGS_CHARS - kept)
