@@ -368,8 +368,9 @@ def _ext_refused(code, data):
     raise ProtocolError(f"ext type {code} is not allowed on the wire")
 
 
-def decode(body: bytes, expect=None) -> dict:
-    """Decode and check one frame body; EXPECT is the set of message types allowed now."""
+def decode(body: bytes, expect=None, schemas=None) -> dict:
+    """Decode and check one frame body; EXPECT is the set of message types allowed now.
+    SCHEMAS: another wire's message types (the jail's, SCHEMAS, when None)."""
     scan(body)
     try:
         msg = msgpack.unpackb(
@@ -388,15 +389,15 @@ def decode(body: bytes, expect=None) -> dict:
         raise
     except Exception as exc:  # msgpack raises many types for bad bytes; all mean the same here
         raise ProtocolError(f"undecodable frame: {type(exc).__name__}: {exc}"[:200]) from None
-    return verify_schema(msg, expect)
+    return verify_schema(msg, expect, schemas)
 
 
-def verify_schema(msg, expect=None) -> dict:
+def verify_schema(msg, expect=None, schemas=None) -> dict:
     """Schema-check a decoded message: a map, a known type, the right keys and types."""
     if not isinstance(msg, dict):
         raise ProtocolError(f"frame is a {type(msg).__name__}, not a map")
     kind = msg.get("t")
-    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    schema = (schemas or SCHEMAS).get(kind) if isinstance(kind, str) else None
     if schema is None:
         raise ProtocolError(f"unknown message type {kind!r}"[:120])
     if expect is not None and kind not in expect:
