@@ -458,51 +458,18 @@ class Jail:
             result.errors.insert(0, {"message": note})
         return result
 
-    def _submit(
-        self,
-        program,
-        params,
-        *,
-        dry_run=False,
-        approve=None,
-        emit=None,
-        limits=None,
-        seed=None,
-        on_done=None,
-    ):
-        """Send one run to a shard (which validates and runs it); its Task finishes with the
-        Result. A program or parameters the wire cannot carry are judged here, as one
-        process would judge them."""
-        from lackjail.protocol import ProtocolError
-        from lackjail.shards.parent import Task
-
-        params = dict(params or {})
-        limits = limits or self.policy.limits
-        if type(program) in (str, bytes):
-            try:
-                return self.pool.submit(
-                    program,
-                    params,
-                    limits,
-                    seed,
-                    dry_run=dry_run,
-                    approve=approve,
-                    emit=emit,
-                    on_done=on_done,
-                )
-            except ProtocolError as exc:
-                why = f"the run cannot be sent to its controller process: {exc}"
-        else:
-            why = ""
-        check = self.checker.check(program, params)
-        if not check.valid:
-            errors: list[Any] = [e.to_dict() for e in check.errors]
-            result = Result("invalid", errors=errors, isolation=self.isolation, mode=self.mode)
-        else:
-            result = Result.failed("error", why, isolation=self.isolation, mode=self.mode)
-        task = Task(on_done=on_done)
-        task.finish(result)
-        return task
+    def _submit(self, program, params, *, dry_run=False, limits=None, on_done=None, **run):
+        """Send one run to a shard (sharded Jails); its Task finishes with the Result."""
+        return self.pool.submit(
+            program,
+            dict(params or {}),
+            limits or self.policy.limits,
+            run.get("seed"),
+            dry_run=dry_run,
+            approve=run.get("approve"),
+            emit=run.get("emit"),
+            on_done=on_done,
+        )
 
     def _tool_session(self, approve, emit, dry_run):
         """The kit's ToolSession for one run: it checks, runs and records the run's tool calls."""

@@ -187,6 +187,9 @@ class Shards:
         """Send one run to the least busy shard; its Task finishes with the Result (or the
         error the pool raised). PoolError when the Jail is closed or no shard is running."""
         task = Task(emit, approve, dry_run, on_done)
+        if type(program) not in (str, bytes):  # the checker says why, as in one process
+            task.finish(self._judged_here(program, params, ""))
+            return task
         frame = {
             "t": "run",
             "id": next(self._ids),
@@ -198,7 +201,11 @@ class Shards:
             "tools": self._tooled,
         }
         task.id = frame["id"]
-        data = wire.encode(frame)  # ProtocolError: the caller's params cannot cross
+        try:
+            data = wire.encode(frame)
+        except protocol.ProtocolError as exc:  # parameters the wire cannot carry
+            task.finish(self._judged_here(program, params, f"the run cannot be sent: {exc}"))
+            return task
         shard = self._take(task)
         try:
             with shard._sending:
@@ -207,10 +214,14 @@ class Shards:
             pass
         return task
 
-    def run(self, program, params, limits, seed, dry_run, approve, emit) -> Result:
-        return self.submit(
-            program, params, limits, seed, dry_run=dry_run, approve=approve, emit=emit
-        ).wait()
+    def _judged_here(self, program, params, why: str) -> Result:
+        """The Result of a run that cannot cross to a shard: the checker's verdict (a program
+        that is not text, parameters that are not plain data), else an error saying WHY."""
+        check = self._jail.checker.check(program, params)
+        if check.valid:
+            return Result.failed("error", why, isolation=self.isolation, mode=self.mode)
+        errors: list[Any] = [e.to_dict() for e in check.errors]
+        return Result("invalid", errors=errors, isolation=self.isolation, mode=self.mode)
 
     def _take(self, task: Task) -> Shard:
         deadline = time.monotonic() + self._start_s
