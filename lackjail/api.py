@@ -297,12 +297,13 @@ class Jail:
 
             finished = sharded.fan_out(
                 lambda job, on_done: self._submit(
-                    *program_and_params(job, params), limits=limits, on_done=on_done
+                    *program_and_params(job, params), limits=limits, on_done=on_done, hold=True
                 ),
                 programs,
                 concurrency,
                 window,
                 ordered=True,
+                flush=self.pool.flush,
             )
         else:
             finished = fanout.fan_out(
@@ -338,10 +339,13 @@ class Jail:
             from lackjail.shards import fanout as sharded
 
             finished = sharded.fan_out(
-                lambda job, on_done: self._submit(job[1], job[2], dry_run=dry_run, on_done=on_done),
+                lambda job, on_done: self._submit(
+                    job[1], job[2], dry_run=dry_run, on_done=on_done, hold=True
+                ),
                 jobs,
                 concurrency,
                 window,
+                flush=self.pool.flush,
             )
         else:
             finished = fanout.fan_out(
@@ -458,17 +462,11 @@ class Jail:
             result.errors.insert(0, {"message": note})
         return result
 
-    def _submit(self, program, params, *, dry_run=False, limits=None, on_done=None, **run):
-        """Send one run to a shard (sharded Jails); its Task finishes with the Result."""
+    def _submit(self, program, params, *, limits=None, seed=None, **run):
+        """Send one run to a shard (sharded Jails); its Task finishes with the Result. RUN:
+        `Shards.submit`'s keywords (dry_run, approve, emit, on_done, hold)."""
         return self.pool.submit(
-            program,
-            dict(params or {}),
-            limits or self.policy.limits,
-            run.get("seed"),
-            dry_run=dry_run,
-            approve=run.get("approve"),
-            emit=run.get("emit"),
-            on_done=on_done,
+            program, dict(params or {}), limits or self.policy.limits, seed, **run
         )
 
     def _tool_session(self, approve, emit, dry_run):

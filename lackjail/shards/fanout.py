@@ -23,9 +23,12 @@ def fan_out(
     concurrency: int,
     window: int | None = None,
     ordered: bool = False,
+    flush: Callable = lambda: None,
 ) -> Iterator[Finished]:
-    """SUBMIT(job, on_done) sends one job and returns at once; ON_DONE(task) is called (on
-    another thread) with its finished Task. Yields each job once, as a Finished."""
+    """SUBMIT(job, on_done) sends one job (or holds it until FLUSH()) and returns at once;
+    ON_DONE(task) is called, on another thread, with its finished Task. Yields each job
+    once, as a Finished. Every answer that has come is handed over before the next jobs
+    are sent, and those go out together: under load, one write per shard for many runs."""
     if concurrency < 1:
         raise ArgumentError(f"concurrency must be at least 1, not {concurrency}")
     window = max(window or 4 * concurrency, concurrency)
@@ -55,18 +58,22 @@ def fan_out(
                 submit(job, on_done)
             except Exception as exc:
                 answers.put(Finished(index, job, error=exc))
+        flush()
         if not in_flight:
             break
-        item = answers.get()
-        in_flight -= 1
-        if not ordered:
-            pending -= 1
-            yield item
-            continue
-        waiting[item.index] = item
-        while head in waiting:
-            pending -= 1
-            head += 1
-            yield waiting.pop(head - 1)
+        came = [answers.get()]
+        while not answers.empty():
+            came.append(answers.get())
+        in_flight -= len(came)
+        for item in came:
+            if not ordered:
+                pending -= 1
+                yield item
+                continue
+            waiting[item.index] = item
+            while head in waiting:
+                pending -= 1
+                head += 1
+                yield waiting.pop(head - 1)
     if input_error is not None:
         yield input_error

@@ -78,6 +78,7 @@ class Shard:
     def __init__(self, index: int, workers: int, opening: dict):
         self.index, self.workers = index, workers
         self.tasks: dict[int, Task] = {}
+        self.held: list[bytes] = []  # run frames held for one send (`Shards.flush`)
         self._sending = threading.Lock()
         import socket
 
@@ -182,10 +183,21 @@ class Shards:
     # -- runs -------------------------------------------------------------
 
     def submit(
-        self, program, params, limits, seed, *, dry_run=False, approve=None, emit=None, on_done=None
+        self,
+        program,
+        params,
+        limits,
+        seed,
+        *,
+        dry_run=False,
+        approve=None,
+        emit=None,
+        on_done=None,
+        hold=False,
     ) -> Task:
         """Send one run to the least busy shard; its Task finishes with the Result (or the
-        error the pool raised). PoolError when the Jail is closed or no shard is running."""
+        error the pool raised). PoolError when the Jail is closed or no shard is running.
+        HOLD: keep the frame until `flush`, which sends each shard's held frames at once."""
         task = Task(emit, approve, dry_run, on_done)
         if type(program) not in (str, bytes):  # the checker says why, as in one process
             task.finish(self._judged_here(program, params, ""))
@@ -207,12 +219,29 @@ class Shards:
             task.finish(self._judged_here(program, params, f"the run cannot be sent: {exc}"))
             return task
         shard = self._take(task)
-        try:
-            with shard._sending:
+        with shard._sending:
+            if hold:
+                shard.held.append(data)
+                return task
+            try:
                 shard.sock.sendall(data)
-        except OSError:  # the shard ended: its reader fails the task
-            pass
+            except OSError:  # the shard ended: its reader fails the task
+                pass
         return task
+
+    def flush(self) -> None:
+        """Send the frames `submit` held, one write per shard."""
+        with self._lock:
+            live = list(self._live)
+        for shard in live:
+            with shard._sending:
+                if not shard.held:
+                    continue
+                data, shard.held = b"".join(shard.held), []
+                try:
+                    shard.sock.sendall(data)
+                except OSError:  # the shard ended: its reader fails the tasks
+                    pass
 
     def _judged_here(self, program, params, why: str) -> Result:
         """The Result of a run that cannot cross to a shard: the checker's verdict (a program
