@@ -167,16 +167,20 @@ class Shards:
         self._session_jails = None
         self._session_launcher = None
         shares = [workers // count + (i < workers % count) for i in range(count)]
-        started = []
+        started: list[Shard] = []
         try:
-            started = [Shard(i, share, self._opening) for i, share in enumerate(shares)]
-            first = [shard.opened(self._start_s + 30) for shard in started][0]
+            for index, share in enumerate(shares):
+                started.append(Shard(index, share, self._opening))
+            opened = [shard.opened(self._start_s + 30) for shard in started]
+            levels = sorted({frame["isolation"] for frame in opened})
+            if len(levels) > 1:  # one host, one policy: never, but never mixed silently
+                raise PoolError(f"the controller processes started at different levels: {levels}")
         except BaseException:
             for shard in started:
                 shard.stop(STOP_S)
             self._tool_pool.shutdown(wait=False)
             raise
-        self.isolation, self.mode = first["isolation"], first["mode"]
+        self.isolation, self.mode = levels[0], opened[0]["mode"]
         for shard in started:
             self._serve(shard)
 
@@ -277,38 +281,51 @@ class Shards:
 
     def _read(self, shard: Shard) -> None:
         """Read SHARD's frames until it ends; then fail what it held and start another."""
-        why = ""
-        try:
-            while True:
+        while True:
+            try:
                 frame = wire.read(shard.reader, wire.FROM_SHARD - {"opened", "failed"})
-                kind = frame["t"]
-                task = shard.tasks.get(frame["id"])
-                if task is None:
-                    continue  # a run this process gave up on (it cannot happen otherwise)
-                if kind == "output":
-                    if task.emit is not None:
-                        task.emit({"event": "output", "text": frame["text"]})
-                elif kind == "call":
-                    self._tool_pool.submit(self._call, shard, task, frame)
-                else:
-                    with self._lock:
-                        shard.tasks.pop(task.id, None)
-                    if kind == "waited":
-                        task.finish(frame["ok"])
-                    elif kind == "raised":
-                        task.finish(error=ERRORS.get(frame["kind"], PoolError)(frame["message"]))
-                    elif task.tools is not None:  # settling may write the workspace: not here
-                        self._tool_pool.submit(self._finish, task, frame)
-                    else:
-                        self._finish(task, frame)
-        except (EOFError, OSError) as exc:
-            why = str(exc)
-        except protocol.ProtocolError as exc:
-            why = f"it sent a malformed frame: {exc}"
-            shard.proc.kill()
+            except (EOFError, OSError) as exc:
+                why = str(exc)
+                break
+            except protocol.ProtocolError as exc:
+                why = f"it sent a malformed frame: {exc}"
+                shard.proc.kill()
+                break
+            task = shard.tasks.get(frame["id"])
+            if task is not None:  # else a shard's fault: an answer to nothing it was sent
+                self._dispatch(shard, task, frame)
         self._lost(shard, why)
 
+    def _dispatch(self, shard: Shard, task: Task, frame: dict) -> None:
+        kind = frame["t"]
+        if kind == "output":
+            if task.emit is not None:
+                task.emit({"event": "output", "text": frame["text"]})
+        elif kind == "call":
+            self._tool_pool.submit(self._call, shard, task, frame)
+        else:
+            with self._lock:
+                shard.tasks.pop(task.id, None)
+            if kind == "waited":
+                task.finish(frame["ok"])
+            elif kind == "raised":
+                task.finish(error=ERRORS.get(frame["kind"], PoolError)(frame["message"]))
+            elif task.tools is not None:  # settling may write the workspace: not here
+                self._tool_pool.submit(self._finish, task, frame)
+            else:
+                self._finish(task, frame)
+
     def _finish(self, task: Task, frame: dict) -> None:
+        """Finish TASK with the Result of its `done` FRAME (or what making it raised, which
+        a one-process run would have raised to its caller too)."""
+        try:
+            result = self._result(task, frame)
+        except Exception as exc:
+            task.finish(error=exc)
+        else:
+            task.finish(result)
+
+    def _result(self, task: Task, frame: dict) -> Result:
         status = frame["status"]
         jail = self._jail
         if status == "invalid":
@@ -332,16 +349,20 @@ class Shards:
                 finally:
                     tools.close()
             result.stats["wall_ms"] = round((time.perf_counter() - task.started) * 1000, 3)
-        task.finish(result)
+        return result
 
     def _call(self, shard: Shard, task: Task, frame: dict) -> None:
         """Answer one host tool call of TASK's run, with the kit's ToolSession of that run."""
         if task.tools is None:
             task.tools = self._jail._tool_session(task.approve, task.emit, task.dry_run)
         tool = frame["tool"]
-        out = task.tools.call(tool, frame["args"], frame["kwargs"], frame["deadline"])
-        answer = {"t": "answer", "id": task.id, "ok": bool(out.ok), "value": out.value}
-        answer.update(error=out.error, verdict=out.verdict)
+        answer = {"t": "answer", "id": task.id, "ok": False, "value": None, "verdict": None}
+        try:
+            out = task.tools.call(tool, frame["args"], frame["kwargs"], frame["deadline"])
+        except Exception as exc:  # the session never raises for a program; answered all the same
+            answer["error"] = f"{tool}: the call failed in lackjail: {type(exc).__name__}: {exc}"
+        else:
+            answer.update(ok=bool(out.ok), value=out.value, error=out.error, verdict=out.verdict)
         try:
             data = wire.encode(answer)
         except protocol.ProtocolError as exc:
@@ -384,6 +405,8 @@ class Shards:
         shard.stop(STOP_S)
 
     def _restart(self, old: Shard) -> None:
+        """Start a shard in OLD's place (its share of the jails), again after a pause while
+        starts fail, until one serves at this Jail's level or the Jail closes."""
         backoff = RESTART_BACKOFF_S[0]
         while not self._closed:
             try:
@@ -392,16 +415,14 @@ class Shards:
                 shard = None
             if shard is not None:
                 try:
-                    shard.opened(self._start_s + 30)
-                except Exception:  # noqa: BLE001 - whatever stopped it, try again after a pause
-                    shard.stop(STOP_S)
-                else:
-                    with self._lock:
-                        if not self._closed:
-                            self._serve(shard)
-                            return
-                    shard.stop(STOP_S)
-                    return
+                    same = shard.opened(self._start_s + 30)["isolation"] == self.isolation
+                except Exception:  # whatever stopped it, the next try may not meet it
+                    same = False
+                with self._lock:
+                    if same and not self._closed:
+                        self._serve(shard)
+                        return
+                shard.stop(STOP_S)
             time.sleep(backoff)
             backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
 

@@ -72,7 +72,7 @@ class Shard:
         while True:
             try:
                 frame = wire.read(reader, wire.TO_SHARD - {"open"})
-            except (EOFError, OSError):
+            except (EOFError, OSError, protocol.ProtocolError):  # the Jail is gone, or broken
                 return
             kind = frame["t"]
             if kind == "run":
@@ -86,8 +86,11 @@ class Shard:
                 threading.Thread(target=self._wait, args=(frame,), daemon=True).start()
 
     def close(self) -> None:
+        """No more runs: tool calls waiting for an answer give up, the pool stops its jails."""
         for _ in self._callers:
             self._runs.put(None)
+        for waiting in list(self._answers.values()):
+            waiting[0].set()
         self.pool.close()
 
     def _wait(self, frame: dict) -> None:
@@ -169,7 +172,7 @@ class Shard:
                 sent = {"t": "call", "id": rid, "tool": tool, "args": args, "kwargs": kwargs}
                 self.send({**sent, "deadline": deadline})
                 left = deadline - time.monotonic() + ANSWER_GRACE_S
-                if not waiting[0].wait(max(left, 0.0)):
+                if not waiting[0].wait(max(left, 0.0)) or waiting[1] is None:
                     return _answer(False, None, f"{tool}: no answer from the Jail", "timeout")
             except (OSError, protocol.ProtocolError) as exc:
                 return _answer(False, None, f"{tool}: the call could not be sent: {exc}", None)
