@@ -27,28 +27,25 @@ def test_the_sweep_measures_each_count_with_one_process_and_sharded(require_nsja
     )
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(proc.stdout)["figures"]
+    assert [figures[sweep.PROCESSES.format(c)] for c in (1, 2)] == [1, 2]
     for count in (1, 2):
         assert figures[bench.SWEEP_FRESH.format(count)] > 0
         assert figures[bench.SWEEP_REUSE.format(count)] > 0
-    assert figures[sweep.SHARDED_FRESH.format(2, 2)] > 0
-    assert figures[sweep.SHARDED_REUSE.format(2, 2)] > 0
-    assert sweep.SHARDED_FRESH.format(1, 1) not in figures  # one jail: one process only
+    assert figures[sweep.ONE_FRESH.format(2)] > 0 and figures[sweep.ONE_REUSE.format(2)] > 0
+    assert sweep.ONE_FRESH.format(1) not in figures  # one jail: one process only
 
 
 def test_the_ratio_is_sixteen_workers_over_two_each_at_its_own_setting(monkeypatch):
-    rates = {1: 100.0, 2: 200.0, 8: 400.0, 16: 300.0}  # by processes, whatever the count
+    rates = {1: 100.0, 8: 400.0}  # by processes, whatever the count
     monkeypatch.setattr(sweep, "_fresh", lambda count, p, n, iso: count * rates[p])
     monkeypatch.setattr(sweep, "_reuse", lambda count, p, n, iso: 10 * count * rates[p])
     monkeypatch.setattr("lackjail.shards.os.cpu_count", lambda: 16)
     figures = sweep.sweep_figures((2, 16), n=1)
-    # processes=1 at both counts
-    assert figures[sweep.SCALING.format("fresh", 16, 2, 1)] == pytest.approx(16 / 2)
     # auto: one process at 2 workers, eight at 16
-    assert figures[sweep.SHARDED_FRESH.format(16, 8)] == 16 * 400.0
-    assert sweep.SHARDED_FRESH.format(2, 1) not in figures
-    assert figures[sweep.SCALING.format("fresh", 16, 2, "auto")] == pytest.approx(
-        16 * 400 / (2 * 100)
-    )
-    assert figures[sweep.SCALING.format("reuse", 16, 2, "auto")] == pytest.approx(
-        16 * 400 / (2 * 100)
-    )
+    assert [figures[sweep.PROCESSES.format(c)] for c in (2, 16)] == [1, 8]
+    assert figures[bench.SWEEP_FRESH.format(16)] == 16 * 400.0
+    assert figures[sweep.ONE_FRESH.format(16)] == 16 * 100.0
+    assert sweep.ONE_FRESH.format(2) not in figures
+    for kind in ("fresh", "reuse"):
+        assert figures[sweep.SCALING.format(kind, 16, 2)] == pytest.approx(16 * 400 / (2 * 100))
+        assert figures[sweep.ONE_SCALING.format(kind, 16, 2)] == pytest.approx(16 / 2)
