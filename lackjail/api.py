@@ -96,6 +96,7 @@ class Jail:
         tools: Tools | None = None,
         tool_loop: asyncio.AbstractEventLoop | None = None,
         audience: str = "library",
+        *,
         processes: int | str | None = None,
     ):
         self.policy: Policy = load_policy(policy)
