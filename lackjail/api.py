@@ -514,7 +514,7 @@ class Jail:
         )
         execute = session._execute if session is not None else self.pool.execute
         try:
-            outcome = execute(request, tools.call if tools is not None else None, on_output, limits)
+            outcome = execute(request, tools, on_output, limits)
             result = Result(
                 outcome.status,
                 outcome.value if outcome.status == "ok" else None,

@@ -161,16 +161,21 @@ class Channel:
 
     def _read(self, spin):
         """What the channel holds now (a whole frame, usually: the controller writes each
-        in one go), after waiting for it; b'' at end of file."""
+        in one go), after waiting for it; b'' at end of file. The spin polls without a
+        timeout: a failed read would raise, and every raise costs the run's monitor a call."""
+        poll = self._poller.poll
         if not spin:
-            self._poller.poll()
-        until = time.perf_counter() + protocol.SPIN_S if spin else 0.0
+            poll()
+        else:
+            until = time.perf_counter() + protocol.SPIN_S
+            while not poll(0):
+                if time.perf_counter() > until:
+                    break
         while True:
             try:
                 return os.read(self.fd_in, READ_SIZE)
             except BlockingIOError:
-                if time.perf_counter() > until:
-                    self._poller.poll()
+                poll()
 
     def recv(self, expect, spin=False):
         """The next frame, one of EXPECT; EOFError when the controller closed the channel."""
