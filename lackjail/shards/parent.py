@@ -14,6 +14,7 @@ Jail's are.
 from __future__ import annotations
 
 import itertools
+import socket
 import subprocess
 import sys
 import threading
@@ -80,8 +81,6 @@ class Shard:
         self.tasks: dict[int, Task] = {}
         self.held: list[bytes] = []  # run frames held for one send (`Shards.flush`)
         self._sending = threading.Lock()
-        import socket
-
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.proc = subprocess.Popen(
@@ -119,8 +118,6 @@ class Shard:
 
     def stop(self, wait_s: float) -> None:
         """Close the channel (the shard stops its jails and exits); kill it past WAIT_S."""
-        import socket
-
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -150,7 +147,10 @@ class Shards:
         self._ids = itertools.count(1)
         self._lock = threading.Condition()
         self._closed = False
+        self._closing = threading.Event()  # set with _closed: ends a restart's pause
         self._live: list[Shard] = []
+        self._starting: set[Shard] = set()  # replacements not yet serving
+        self._restarts: list[threading.Thread] = []
         self.size = workers
         self._opening = {
             "t": "open",
@@ -401,29 +401,39 @@ class Shards:
                     Result.failed("killed", message, wall, isolation=self.isolation, mode=self.mode)
                 )
         if not closed:
-            threading.Thread(target=self._restart, args=(shard,), daemon=True).start()
+            restart = threading.Thread(target=self._restart, args=(shard,), daemon=True)
+            with self._lock:
+                self._restarts = [t for t in self._restarts if t.is_alive()] + [restart]
+            restart.start()
         shard.stop(STOP_S)
 
     def _restart(self, old: Shard) -> None:
         """Start a shard in OLD's place (its share of the jails), again after a pause while
         starts fail, until one serves at this Jail's level or the Jail closes."""
         backoff = RESTART_BACKOFF_S[0]
-        while not self._closed:
-            try:
-                shard = Shard(old.index, old.workers, self._opening)
-            except OSError:
-                shard = None
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                try:
+                    shard = Shard(old.index, old.workers, self._opening)
+                except OSError:
+                    shard = None
+                else:
+                    self._starting.add(shard)  # `close` stops it too
             if shard is not None:
                 try:
                     same = shard.opened(self._start_s + 30)["isolation"] == self.isolation
                 except Exception:  # whatever stopped it, the next try may not meet it
                     same = False
                 with self._lock:
+                    self._starting.discard(shard)
                     if same and not self._closed:
                         self._serve(shard)
                         return
                 shard.stop(STOP_S)
-            time.sleep(backoff)
+            if self._closing.wait(backoff):
+                return
             backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
 
     # -- the rest of a pool's surface ------------------------------------
@@ -488,12 +498,14 @@ class Shards:
         returns, no shard process is left."""
         with self._lock:
             self._closed = True
+            self._closing.set()
             live, self._live = list(self._live), []
+            starting, restarts = list(self._starting), list(self._restarts)
             self._lock.notify_all()
-        stoppers = [threading.Thread(target=s.stop, args=(STOP_S,)) for s in live]
+        stoppers = [threading.Thread(target=s.stop, args=(STOP_S,)) for s in live + starting]
         for thread in stoppers:
             thread.start()
-        for thread in stoppers:
+        for thread in stoppers + restarts:
             thread.join()
         for shard in live:
             self._lost(shard, "")
