@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import queue
 import signal
 import socket
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 from lackjail import lang, protocol
@@ -27,6 +25,7 @@ from lackjail.checker import Checker
 from lackjail.errors import LackjailError
 from lackjail.pool import Pool, Request
 from lackjail.shards import wire
+from lackjail.shards.inbox import Inbox
 
 ANSWER_GRACE_S = 5.0  # past a call's deadline, how long a run waits for the Jail's answer
 
@@ -34,7 +33,7 @@ ANSWER_GRACE_S = 5.0  # past a call's deadline, how long a run waits for the Jai
 class Shard:
     """The pool and checker of one shard, serving the frames of one channel."""
 
-    def __init__(self, sock: socket.socket, opened: dict):
+    def __init__(self, sock: socket.socket, reader, opened: dict):
         self._sock = sock
         self._sending = threading.Lock()
         self.policy = wire.rebuild_policy(opened["policy"])
@@ -51,8 +50,7 @@ class Shard:
             isolation_level=opened["isolation"],
             python_level=self.checker.language == "python",
         )
-        self._runs: queue.SimpleQueue = queue.SimpleQueue()
-        self._answers: dict[int, list] = {}  # run id -> [event, answer frame] while a call waits
+        self.inbox = Inbox(reader, self._on_wait)
         # one caller per jail in reuse mode, two in fresh mode: as Jail.map's in one process
         callers = self.pool.size * (1 if self.pool.mode == "reuse" else 2)
         self._callers = [
@@ -67,39 +65,22 @@ class Shard:
         with self._sending:
             self._sock.sendall(data)
 
-    def serve(self, reader) -> None:
-        """Read the Jail's frames until its end of the channel closes."""
-        while True:
-            try:
-                frame = wire.read(reader, wire.TO_SHARD - {"open"})
-            except (EOFError, OSError, protocol.ProtocolError):  # the Jail is gone, or broken
-                return
-            kind = frame["t"]
-            if kind == "run":
-                self._runs.put(frame)
-            elif kind == "answer":
-                waiting = self._answers.get(frame["id"])
-                if waiting is not None:
-                    waiting[1] = frame
-                    waiting[0].set()
-            else:  # wait
-                threading.Thread(target=self._wait, args=(frame,), daemon=True).start()
+    def serve(self) -> None:
+        """Serve runs (on the callers' threads, which read the channel) until it ends."""
+        self.inbox.wait_ended()
 
     def close(self) -> None:
-        """No more runs: tool calls waiting for an answer give up, the pool stops its jails."""
-        for _ in self._callers:
-            self._runs.put(None)
-        for waiting in list(self._answers.values()):
-            waiting[0].set()
         self.pool.close()
 
-    def _wait(self, frame: dict) -> None:
-        self._quietly_send(
-            {"t": "waited", "id": frame["id"], "ok": self.pool.wait_full(frame["timeout"])}
-        )
+    def _on_wait(self, frame: dict) -> None:
+        def wait():
+            ok = self.pool.wait_full(frame["timeout"])
+            self._quietly_send({"t": "waited", "id": frame["id"], "ok": ok})
+
+        threading.Thread(target=wait, daemon=True).start()
 
     def _serve_runs(self) -> None:
-        while (frame := self._runs.get()) is not None:
+        while (frame := self.inbox.next_run()) is not None:
             rid = frame["id"]
             try:
                 done = self._run(frame)
@@ -167,18 +148,16 @@ class Shard:
         """A tool handler for run RID: the call crosses to the Jail, which answers it."""
 
         def call(tool, args, kwargs, deadline):
-            waiting = self._answers[rid] = [threading.Event(), None]
+            self.inbox.expect(rid)
             try:
                 sent = {"t": "call", "id": rid, "tool": tool, "args": args, "kwargs": kwargs}
                 self.send({**sent, "deadline": deadline})
-                left = deadline - time.monotonic() + ANSWER_GRACE_S
-                if not waiting[0].wait(max(left, 0.0)) or waiting[1] is None:
-                    return _answer(False, None, f"{tool}: no answer from the Jail", "timeout")
             except (OSError, protocol.ProtocolError) as exc:
+                self.inbox.forget(rid)
                 return _answer(False, None, f"{tool}: the call could not be sent: {exc}", None)
-            finally:
-                self._answers.pop(rid, None)
-            got = waiting[1]
+            got = self.inbox.answer(rid, deadline + ANSWER_GRACE_S)
+            if got is None:
+                return _answer(False, None, f"{tool}: no answer from the Jail", "timeout")
             return _answer(got["ok"], got["value"], got["error"], got["verdict"])
 
         return call
@@ -216,7 +195,7 @@ def main(fd: int) -> int:
     except (EOFError, OSError, protocol.ProtocolError):
         return 1
     try:
-        shard = Shard(sock, opened)
+        shard = Shard(sock, reader, opened)
     except LackjailError as exc:
         sock.sendall(wire.encode({"t": "failed", "kind": type(exc).__name__, "message": str(exc)}))
         return 1
@@ -226,7 +205,7 @@ def main(fd: int) -> int:
         return 1
     shard.send({"t": "opened", "isolation": shard.pool.isolation, "mode": shard.pool.mode})
     try:
-        shard.serve(reader)
+        shard.serve()
     finally:
         shard.close()
     return 0

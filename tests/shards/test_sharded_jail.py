@@ -186,3 +186,19 @@ def test_runs_in_flight_at_close_end_killed(require_nsjail):
     jail.close()
     thread.join(30)
     assert results and results[0].status == "killed", results
+
+
+def test_runs_waiting_on_slow_tools_do_not_hold_up_the_others(require_nsjail):
+    """Every caller of a shard may wait on a tool at once: the answers and the next runs
+    still get through (a waiting run reads the channel when no one else does)."""
+
+    def slow(x: int) -> int:
+        """X, after a pause."""
+        time.sleep(0.02)
+        return x
+
+    with Jail(workers=2, processes=2, tools=[slow]) as jail:
+        programs = [f"slow({i}) + slow(1)" if i % 2 else f"{i}" for i in range(40)]
+        results = list(jail.map(programs))
+    assert [r.value for r in results] == [i + 1 if i % 2 else i for i in range(40)]
+    assert [len(r.trace) for r in results] == [2 if i % 2 else 0 for i in range(40)]
