@@ -411,10 +411,11 @@ def _ext_refused(code, data):
     raise ProtocolError(f"ext type {code} is not allowed on the wire")
 
 
-def decode(body: bytes, expect=None, trusted: bool = False) -> dict:
+def decode(body: bytes, expect=None, schemas=None, trusted: bool = False) -> dict:
     """Decode and check one frame body; EXPECT is the set of message types allowed now.
-    TRUSTED: the controller wrote it (the jail reading its run channel), and encode() checked
-    it: only its schema is checked here."""
+    SCHEMAS: another wire's message types (the jail's, SCHEMAS, when None). TRUSTED: the
+    controller wrote it (the jail reading its run channel), and encode() checked it: only its
+    schema is checked here."""
     if not trusted:
         scan(body)
     try:
@@ -434,15 +435,15 @@ def decode(body: bytes, expect=None, trusted: bool = False) -> dict:
         raise
     except Exception as exc:  # msgpack raises many types for bad bytes; all mean the same here
         raise ProtocolError(f"undecodable frame: {type(exc).__name__}: {exc}"[:200]) from None
-    return verify_schema(msg, expect)
+    return verify_schema(msg, expect, schemas)
 
 
-def verify_schema(msg, expect=None) -> dict:
+def verify_schema(msg, expect=None, schemas=None) -> dict:
     """Schema-check a decoded message: a map, a known type, the right keys and types."""
     if not isinstance(msg, dict):
         raise ProtocolError(f"frame is a {type(msg).__name__}, not a map")
     kind = msg.get("t")
-    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    schema = (schemas or SCHEMAS).get(kind) if isinstance(kind, str) else None
     if schema is None:
         raise ProtocolError(f"unknown message type {kind!r}"[:120])
     if expect is not None and kind not in expect:
@@ -511,4 +512,4 @@ class FrameBuffer:
             body = self._buf[: self._need]  # a copy, decoded as it is
             del self._buf[: self._need]
             self._need = None
-            yield decode(body, expect, self._trusted)
+            yield decode(body, expect, trusted=self._trusted)
