@@ -26,11 +26,12 @@ def status():
     """Say whether the server runs (exit 0) or not (exit 1), and where it listens."""
     from lackjail.server import client, place, wire
 
-    pid = client.ask(wire.PING)
-    if pid is None:
+    answer = client.ask(wire.PING)
+    if answer is None or len(answer) != 2:
         click.echo(f"no server answers in {place.folder_path()}")
         leave(1)
-    click.echo(f"server {pid} answers in {place.folder_path()}")
+    pid, served = answer
+    click.echo(f"server {pid} answers in {place.folder_path()}; {served} commands run")
 
 
 @server.command()

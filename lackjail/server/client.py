@@ -162,17 +162,17 @@ def _follow(sock: _socket.socket):
     os._exit(EXIT_FAILED)
 
 
-def ask(kind: bytes) -> int | None:
-    """Send the server a STOP or PING; the number it answers (PING: its pid), None when no
-    server answers."""
+def ask(kind: bytes) -> list[int] | None:
+    """Send the server a STOP or PING; the numbers it answers (STOP: [0]; PING: [its pid, the
+    commands it has run]), None when no server answers."""
     sock = connect()
     if sock is None:
         return None
     try:
         sock.sendall(wire.request(kind, []))
-        answer, number = wire.parse_message(_receive(sock))
+        answers = [wire.parse_message(_receive(sock)) for _ in range(2 if kind == wire.PING else 1)]
     except OSError:
         return None
     finally:
         sock.close()
-    return number if answer == wire.EXITED else None
+    return [number for answer, number in answers if answer == wire.EXITED] or None

@@ -55,9 +55,12 @@ PRELOAD = (
     "lackjail.kit.assembly.kit",
     "lackjail.userconfig",
 )
-ACCEPTED, QUIT = b"A", b"Q"  # from a waiting process to the server
-WARM = b"W"  # from the server to the waiting process
+# from a waiting process to the server: it took a client, it runs a command (RAN), it asks
+# how many commands the server ran (COUNT: answered with 4 bytes), the server must end
+ACCEPTED, RAN, COUNT, QUIT = b"A", b"R", b"C", b"Q"
+WARM, NUMBER = b"W", b"N"  # from the server to a process it forked
 MADV_POPULATE_WRITE = 23
+PR_SET_CHILD_SUBREAPER = 36
 FAILED_STARTS = 3  # waiting processes that died in a row before the server gives up
 
 
@@ -110,7 +113,11 @@ def serve() -> int:
     except FileNotFoundError:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(place.named(folder, place.SOCKET))
+    umask = os.umask(0o177)  # the socket srw------- (its folder is ours alone anyway)
+    try:
+        listener.bind(place.named(folder, place.SOCKET))
+    finally:
+        os.umask(umask)
     listener.listen(64)
     try:
         _loop(listener, lock, files)
@@ -125,7 +132,7 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
     one asks to quit, IDLE_S pass without a command, or waiting processes keep dying. The
     waiting one warms up (starts its jail) only while no command runs, so that it never takes
     a CPU from one on a small machine; one that takes a client first starts its jail then."""
-    idle, failures = idle_s(), 0
+    idle, failures, served = idle_s(), 0, 0
     deadline = time.monotonic() + idle
     waiting: socket.socket | None = None
     pid, warmed = 0, False
@@ -135,17 +142,21 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
             if waiting is None:
                 (waiting, pid), warmed = _fork_waiting(listener, lock, files), False
             if not busy and not warmed:
-                waiting.sendall(WARM)
-                warmed = True
+                warmed = _tell(waiting, WARM)
             timeout = max(0.0, min(deadline - time.monotonic(), 5.0))
             ready = select.select([waiting, *busy], [], [], timeout)[0]
             _reap()
             if not ready and time.monotonic() >= deadline:
                 return
             for pair in ready:
-                note = pair.recv(1)
+                note = _hear(pair)
                 if note == QUIT:
                     return
+                if pair in busy and note in (RAN, COUNT):
+                    served += note == RAN
+                    if note == COUNT:
+                        _tell(pair, NUMBER + served.to_bytes(4, "big"))
+                    continue
                 if pair is waiting:
                     waiting = None
                     if note == ACCEPTED:
@@ -164,6 +175,23 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:  # reaped already
                 pass
+
+
+def _tell(pair: socket.socket, data: bytes) -> bool:
+    try:
+        pair.sendall(data)
+        return True
+    except OSError:  # it has ended: its end of the pair says so next
+        return False
+
+
+def _hear(pair: socket.socket) -> bytes:
+    """One note from a forked process; b"" when it has ended (also with a note of ours
+    unread: ECONNRESET)."""
+    try:
+        return pair.recv(1)
+    except OSError:
+        return b""
 
 
 def _reap() -> None:
@@ -218,6 +246,8 @@ def _wait_and_run(listener: socket.socket, server: socket.socket, files: dict) -
 
     for signum in client.FORWARDED:
         signal.signal(signum, signal.SIG_DFL)
+    # a jail process whose nsjail has ended comes to us, and `end_children` ends it too
+    _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     warmed = False
     while True:
         ready = select.select([listener, server], [], [])[0]
@@ -247,7 +277,7 @@ def warm_up() -> None:
     from lackjail.pool import early
 
     early.begin()
-    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    madvise = _libc().madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     try:
         with open("/proc/self/maps") as maps:
@@ -285,6 +315,7 @@ class Request:
             self._send(wire.EXITED, 0)
         elif kind == wire.PING:
             self._send(wire.EXITED, os.getppid())
+            self._send(wire.EXITED, self._served())
         else:
             self._run(wire.Run(fields), fds)
         early.discard()
@@ -328,12 +359,26 @@ class Request:
         except OSError:
             pass
 
-    def _quit(self) -> None:
-        """Tell the server to end (it serves no more commands)."""
+    def _note(self, note: bytes) -> None:
         try:
-            self.server.sendall(QUIT)
+            self.server.sendall(note)
         except OSError:
             pass
+
+    def _quit(self) -> None:
+        """Tell the server to end (it serves no more commands)."""
+        self._note(QUIT)
+
+    def _served(self) -> int:
+        """How many commands the server has run (-1 when it does not say)."""
+        self._note(COUNT)
+        try:
+            while (kind := self.server.recv(1)) == WARM:  # sent before it heard we are busy
+                continue
+            data = self.server.recv(4, socket.MSG_WAITALL)
+        except OSError:
+            return -1
+        return int.from_bytes(data, "big") if kind == NUMBER and len(data) == 4 else -1
 
     def _decline(self, why: int) -> None:
         self._quit()
@@ -349,6 +394,7 @@ class Request:
         if not _server_wanted():
             return self._decline(wire.OFF)
         self._send(wire.RUNNING, 0)
+        self._note(RAN)
         threading.Thread(target=self._watch, daemon=True).start()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self._killed)
@@ -390,6 +436,12 @@ class Request:
         end_children()
         self._send(wire.KILLED, signum)
         os._exit(128 + signum)
+
+
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _kinds_ok(fds: list[int]) -> bool:
