@@ -62,6 +62,7 @@ WARM, NUMBER = b"W", b"N"  # from the server to a process it forked
 MADV_POPULATE_WRITE = 23
 PR_SET_CHILD_SUBREAPER = 36
 FAILED_STARTS = 3  # waiting processes that died in a row before the server gives up
+DATA = ("images", "policies")  # the package's folders of data a run reads (`code_files`)
 
 
 def start_if_wanted() -> None:
@@ -221,14 +222,22 @@ def _fork_waiting(listener: socket.socket, lock: int, files: dict) -> tuple[sock
 
 def code_files() -> dict:
     """path -> identity (device, inode, size, mtime) of every module file this process
-    imported, but the standard library's: an edit to any of them makes the server stale."""
+    imported, but the standard library's, and of the package's data a run's cached values
+    follow from (images, bundled policies): an edit to any of them makes the server stale."""
     stdlib = os.path.dirname(os.__file__) + os.sep
-    found = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and not path.startswith(stdlib):
-            found[path] = _file_identity(path)
-    return found
+    paths = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
+    package = os.path.dirname(place.HERE)
+    for folder in DATA:
+        try:
+            paths += [os.path.join(package, folder, name) for name in os.listdir(
+                os.path.join(package, folder))]  # fmt: skip
+        except OSError:
+            continue
+    return {
+        path: _file_identity(path)
+        for path in paths
+        if isinstance(path, str) and not path.startswith(stdlib)
+    }
 
 
 def _file_identity(path: str):
@@ -277,6 +286,7 @@ def warm_up() -> None:
     from lackjail.pool import early
 
     early.begin()
+    _fill_caches()
     madvise = _libc().madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     try:
@@ -436,6 +446,32 @@ class Request:
         end_children()
         self._send(wire.KILLED, signum)
         os._exit(128 + signum)
+
+
+def _fill_caches() -> None:
+    """Fill the caches a run consults whose values follow from their arguments alone: the
+    read rules' regex of a workspace's config read, and the nsjail configuration of the
+    server's default command (its user's policy, in the root folder). A command with the same
+    arguments finds them made; another computes its own, as it would anyway. The data files
+    they read are part of the server's identity (`code_files`). A failure leaves them empty."""
+    from lackjail.cli.options import Shared, setup
+    from lackjail.pool import isolation
+    from lackjail.workspace.protect import Protection
+
+    try:
+        Protection()
+        chosen = setup(Shared())
+        policy = chosen.policy
+        args = isolation.zygote_config(
+            policy.limits,
+            policy.pool.mode,
+            policy.pool.recycle_after,
+            policy.pool.spares,
+            python_level=chosen.checker.language == "python",
+        )
+        isolation.nsjail_launcher(args).close()
+    except Exception:  # noqa: BLE001 - only a cache: the command computes what it needs
+        pass
 
 
 def _libc():
