@@ -18,6 +18,12 @@ def server():
     or `[server] enabled = false` in ~/.config/lackjail/config.toml, turns it
     off. Its socket is in $XDG_RUNTIME_DIR/lackjail, else
     ~/.cache/lackjail/server: a folder of the user's alone.
+
+    \b
+    Examples:
+      lackjail server status
+      lackjail server stop
+      LACKJAIL_SERVER=0 lackjail run examples/hello.lackpy --param name=world
     """
 
 
