@@ -355,7 +355,6 @@ def main():
     while zygote.children and time.monotonic() < deadline:
         if not zygote.answer(max(0.0, deadline - time.monotonic())):
             os._exit(0)
-    zygote.flush()  # the first child's end is not held back by the heap work
     share_heap(cfg)
     zygote.serve()
     os._exit(0)  # no interpreter teardown over an immortal heap

@@ -182,8 +182,6 @@ class Zygote:
         if WHEN == "ends":
             self.children.clear()  # the first child served its run and was reaped
         return WHEN != "stop"
-    def flush(self):
-        pass
     def serve(self):
         calls.append(("serve", immortal(), gc.get_freeze_count() > 0))
         print(repr(calls), flush=True)
