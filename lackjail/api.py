@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from lackjail import fanout, lang
 from lackjail.checker import Checker
-from lackjail.policy import Limits, Policy, PolicyError, load_policy, positive_number
+from lackjail.errors import ArgumentError
+from lackjail.policy import MAX_WORKERS, Limits, Policy, PolicyError, load_policy, positive_number
 from lackjail.pool import Pool, Request
 from lackjail.protocol import SEED_MAX
 from lackjail.result import Result, stats
@@ -76,6 +77,9 @@ class Jail:
     `async def`); each one's signature and docstring make its spec.
     TOOL_LOOP: the event loop async tools are awaited on (default: a loop of
     the Jail's own). APPROVE(call) -> bool answers tools that need approval.
+    PROCESSES: controller processes sharing the jails, "auto" (the policy's
+    pool.processes, 0 by default: one on a small host, one per two jails on a
+    many-core one) or a number; see `lackjail.shards`.
     """
 
     def __init__(
@@ -92,6 +96,8 @@ class Jail:
         tools: Tools | None = None,
         tool_loop: asyncio.AbstractEventLoop | None = None,
         audience: str = "library",
+        *,
+        processes: int | str | None = None,
     ):
         self.policy: Policy = load_policy(policy)
         # opened once when tools may touch it: every run acts beneath this descriptor, whatever
@@ -108,19 +114,51 @@ class Jail:
         self.kit = self._resolve_kit(kit, extra_tools, tools, tool_loop)
         # AUDIENCE: how a rejection names a higher level ("cli", "mcp" or "library")
         self.checker = Checker(self.policy, self.kit, language, audience=audience)
+        self._audience = audience
         # what every run sends about the kit: computed once per Jail
         self._host_tools = list(self.kit.host_tools) if self.kit is not None else []
         self._jail_tools = (
             {k: list(v) for k, v in self.kit.jail_tools.items()} if self.kit is not None else {}
         )
-        self.pool = Pool(
+        self.pool = self._open_pool(workers, mode, isolation, processes)
+        self._sessions = Sessions(self.policy.pool.max_sessions)
+
+    def _open_pool(self, workers, mode, isolation, processes):
+        """The Pool of this process, or (PROCESSES > 1) the shards sharing the jails."""
+        from lackjail import shards
+
+        if workers is not None and not 0 <= workers <= MAX_WORKERS:
+            raise ArgumentError(
+                f"workers must be between 1 and {MAX_WORKERS} (0 or None: the policy's "
+                f"pool.workers), not {workers}"
+            )
+        size = workers or self.policy.pool.worker_count
+        if processes is None or processes == "auto":
+            count = shards.processes_for(
+                self.policy.pool.processes, size, key="policy key 'pool.processes'"
+            )
+        else:
+            count = shards.processes_for(processes, size)
+        if count > 1:
+            from lackjail.shards.parent import Shards
+
+            return Shards(self, count, size, mode, isolation)
+        return Pool(
             self.policy,
             workers=workers,
             mode=mode,
             isolation_level=isolation,
             python_level=self.checker.language == "python",
         )
-        self._sessions = Sessions(self.policy.pool.max_sessions)
+
+    @property
+    def processes(self) -> int:
+        """How many controller processes run this Jail's jails (1: this process alone)."""
+        return len(self.pool.pids()) if self._sharded else 1
+
+    @property
+    def _sharded(self) -> bool:
+        return not isinstance(self.pool, Pool)
 
     @property
     def isolation(self) -> str:
@@ -254,13 +292,29 @@ class Jail:
         return self._map(programs, params, concurrency, window, limits)
 
     def _map(self, programs, params, concurrency, window, limits) -> Iterator[Result]:
-        for done in fanout.fan_out(
-            lambda job: self._run(*program_and_params(job, params), limits=limits),
-            programs,
-            self._map_concurrency() if concurrency is None else concurrency,
-            window,
-            ordered=True,
-        ):
+        concurrency = self._map_concurrency() if concurrency is None else concurrency
+        if self._sharded:
+            from lackjail.shards import fanout as sharded
+
+            finished = sharded.fan_out(
+                lambda job, on_done: self._submit(
+                    *program_and_params(job, params), limits=limits, on_done=on_done, hold=True
+                ),
+                programs,
+                concurrency,
+                window,
+                ordered=True,
+                flush=self.pool.flush,
+            )
+        else:
+            finished = fanout.fan_out(
+                lambda job: self._run(*program_and_params(job, params), limits=limits),
+                programs,
+                concurrency,
+                window,
+                ordered=True,
+            )
+        for done in finished:
             if done.error is not None:
                 where = "reading the programs" if done.index < 0 else f"program #{done.index}"
                 done.error.add_note(f"lackjail: Jail.map stopped at {where}")
@@ -281,12 +335,24 @@ class Jail:
         Every job yields exactly once: an exception while running one (the
         pool failed, not the program) becomes a `killed` Result naming it.
         """
-        for done in fanout.fan_out(
-            lambda job: self.run(job[1], job[2], dry_run=dry_run),
-            jobs,
-            self._map_concurrency() if concurrency is None else concurrency,
-            window,
-        ):
+        concurrency = self._map_concurrency() if concurrency is None else concurrency
+        if self._sharded:
+            from lackjail.shards import fanout as sharded
+
+            finished = sharded.fan_out(
+                lambda job, on_done: self._submit(
+                    job[1], job[2], dry_run=dry_run, on_done=on_done, hold=True
+                ),
+                jobs,
+                concurrency,
+                window,
+                flush=self.pool.flush,
+            )
+        else:
+            finished = fanout.fan_out(
+                lambda job: self.run(job[1], job[2], dry_run=dry_run), jobs, concurrency, window
+            )
+        for done in finished:
             if done.index < 0 and done.error is not None:  # the jobs' iterator failed
                 raise done.error
             if isinstance(done.error, Exception):
@@ -302,7 +368,10 @@ class Jail:
         # the controller prepares the next (validation, kit session). Reuse mode: one per
         # jail: a reused child answers at once, and more callers only contend for the one
         # interpreter's GIL (2 jails: ~5,960 runs/s from 2 callers, ~4,600 from 4).
-        return self.pool.size if self.pool.mode == "reuse" else 2 * self.pool.size
+        # Sharded: as many callers in each shard, and as many runs again waiting in its queue,
+        # so that a caller that finishes finds the next run there, not a round trip away.
+        callers = self.pool.size if self.pool.mode == "reuse" else 2 * self.pool.size
+        return 2 * callers if self._sharded else callers
 
     def _limits(self, timeout, cpu_s, memory_mb) -> Limits:
         """The policy's limits, tightened by a call's; PolicyError for a looser or bad value."""
@@ -359,6 +428,16 @@ class Jail:
         session: Session | None = None,
         seed: int | None = None,
     ) -> Result:
+        if session is None and self._sharded:
+            return self._submit(
+                program,
+                params,
+                dry_run=dry_run,
+                approve=approve,
+                emit=emit,
+                limits=limits,
+                seed=seed,
+            ).wait()
         started = time.perf_counter()
         params = dict(params or {})
         limits = limits or self.policy.limits
@@ -384,6 +463,29 @@ class Jail:
             result.errors.insert(0, {"message": note})
         return result
 
+    def _submit(self, program, params, *, limits=None, seed=None, **run):
+        """Send one run to a shard (sharded Jails); its Task finishes with the Result. RUN:
+        `Shards.submit`'s keywords (dry_run, approve, emit, on_done, hold)."""
+        return self.pool.submit(
+            program, dict(params or {}), limits or self.policy.limits, seed, **run
+        )
+
+    def _tool_session(self, approve, emit, dry_run):
+        """The kit's ToolSession for one run: it checks, runs and records the run's tool calls."""
+        return self.kit.session(
+            self.policy,
+            self._root,
+            approve=approve or self.approve,
+            on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
+            dry_run=dry_run,
+        )
+
+    @staticmethod
+    def _settle_tools(tools, result: Result, dry_run: bool) -> None:
+        """Keep or drop the run's writes (see `_settle`), and count its tool calls."""
+        _settle(tools, result, dry_run)
+        result.stats["tool_calls"] = len(result.trace)
+
     def _execute(
         self, program, params, dry_run, approve, emit, limits, session, seed, modules
     ) -> Result:
@@ -392,13 +494,7 @@ class Jail:
         source = lang.decode_source(program)  # exactly the text the validator checked
         tools = None
         if self.kit is not None and self.kit.specs:  # a kit without tools has nothing to call
-            tools = self.kit.session(
-                self.policy,
-                self._root,
-                approve=approve or self.approve,
-                on_event=(lambda e: emit({"event": "call", **e})) if emit else None,
-                dry_run=dry_run,
-            )
+            tools = self._tool_session(approve, emit, dry_run)
         output: list[str] = []
 
         def on_output(text):
@@ -418,7 +514,7 @@ class Jail:
         )
         execute = session._execute if session is not None else self.pool.execute
         try:
-            outcome = execute(request, tools.call if tools is not None else None, on_output, limits)
+            outcome = execute(request, tools, on_output, limits)
             result = Result(
                 outcome.status,
                 outcome.value if outcome.status == "ok" else None,
@@ -429,8 +525,7 @@ class Jail:
                 stats=stats(0.0, outcome.cpu_ms, outcome.max_rss_kb),
             )
             if tools is not None:
-                _settle(tools, result, dry_run)
-                result.stats["tool_calls"] = len(result.trace)
+                self._settle_tools(tools, result, dry_run)
         finally:
             if tools is not None:
                 tools.close()

@@ -467,18 +467,18 @@ def _run_group(source, input_path, lines, group, language, open_runner, record, 
             record(ident, place_back(result, above.pop(_key(ident), 0)))
 
 
-def open_local(workspace=None, workers=None, concurrency=None, isolation=None):
-    """A Runner on this machine: one Jail per (kit, policy, language)."""
+def open_local(workspace=None, workers=None, concurrency=None, isolation=None, processes=None):
+    """A Runner on this machine: one Jail per (kit, policy, language); PROCESSES: its
+    controller processes ("auto", a number, None: the policy's)."""
 
     def open_runner(kit, policy, language=None):
-        return _LocalRunner(
-            open_jail(policy, kit, workspace, workers, isolation, language), concurrency
-        )
+        jail = open_jail(policy, kit, workspace, workers, isolation, language, processes)
+        return _LocalRunner(jail, concurrency)
 
     return open_runner
 
 
-def open_jail(policy, kit, workspace, workers, isolation, language=None):
+def open_jail(policy, kit, workspace, workers, isolation, language=None, processes=None):
     """The Jail a batch's programs of one (kit, policy, language) run in, here or on a node."""
     from lackjail.api import Jail
 
@@ -489,6 +489,7 @@ def open_jail(policy, kit, workspace, workers, isolation, language=None):
         workspace=workspace,
         isolation=isolation,
         language=language,
+        processes=processes,
     )
 
 

@@ -57,6 +57,7 @@ class PoolSettings:
     spares: int = 2  # children each jail keeps forked, warmed and confined ahead of runs
     max_sessions: int = 16  # sessions open at once per Jail (each is a jail of its own)
     session_idle_s: float = 600.0  # a session left idle this long is closed
+    processes: int = 0  # controller processes sharing the jails (0: auto, lackjail.shards)
 
     @property
     def worker_count(self) -> int:
@@ -265,6 +266,11 @@ def _check_pool(pool: PoolSettings) -> None:
         raise PolicyError(
             f"policy key 'pool.workers' must be at most {MAX_WORKERS} (0: one per CPU), "
             f"not {pool.workers}"
+        )
+    if pool.processes > MAX_WORKERS:
+        raise PolicyError(
+            f"policy key 'pool.processes' must be at most {MAX_WORKERS} (0: auto), "
+            f"not {pool.processes}"
         )
     if not 1 <= pool.max_sessions <= MAX_SESSIONS:
         raise PolicyError(

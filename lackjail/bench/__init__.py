@@ -15,10 +15,11 @@ from lackjail.bench.anchors import lackpy_figures, monty_figures
 from lackjail.bench.batch import batch_figures
 from lackjail.bench.figures import Figures, merge
 from lackjail.bench.floor import exec_baseline, handoff_us, validate_figures
-from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures, workers_figures
+from lackjail.bench.jailed import fresh_figures, landlock_figures, reuse_figures
 from lackjail.bench.lean import lean_figures
 from lackjail.bench.levels import level_figures
 from lackjail.bench.startup import startup_figures
+from lackjail.bench.sweep import sweep_figures
 from lackjail.bench.tools import tool_call_figures
 
 # in the order they run
@@ -36,9 +37,12 @@ SECTIONS = (
 )
 
 
-def measure(n=500, isolation=None, sections=None, on_section=None, workers=()) -> Figures:
-    """Run the chosen sections in order, then the sweep over WORKERS (worker counts) if any;
-    ON_SECTION(title, part) sees each as it ends."""
+def measure(
+    n=500, isolation=None, sections=None, on_section=None, workers=(), processes="auto"
+) -> Figures:
+    """Run the chosen sections in order, then the sweep over WORKERS (worker counts) if any,
+    each count with one controller process and with PROCESSES; ON_SECTION(title, part) sees
+    each as it ends."""
     steps = {
         "floor": (
             "the floor: validation and an unconfined exec",
@@ -66,8 +70,9 @@ def measure(n=500, isolation=None, sections=None, on_section=None, workers=()) -
         "batch": ("batch: Jail.map and lackjail batch", lambda: batch_figures(n, isolation)),
         "cli": ("the command line: lackjail run, end to end", startup_figures),
         "workers": (
-            f"throughput by worker count: {', '.join(map(str, workers))}",
-            lambda: workers_figures(workers, n, isolation),
+            f"throughput by worker count: {', '.join(map(str, workers))}; processes=1 "
+            f"and processes={processes}",
+            lambda: sweep_figures(workers, n, isolation, processes),
         ),
     }
     figures = Figures()

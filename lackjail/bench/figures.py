@@ -32,6 +32,11 @@ LACKPY = "lackpy in-process run p50 (us)"
 MAP = "Jail.map throughput, 2 workers (runs/s)"
 MAP_LOAD = "Jail.map throughput, 10,000 programs, 2 workers (runs/s)"  # with --load
 BATCH = "lackjail batch throughput, 2 workers (runs/s)"
+# the crossing floor (crossing.py): one round trip between two processes, by how each waits
+CROSS_PIPE_SLEEP = "crossing: pipe, both asleep in read (median us per round trip)"
+CROSS_PIPE_SPIN = "crossing: pipe, both spinning on a non-blocking read (median us per round trip)"
+CROSS_EVENTFD = "crossing: eventfd, both asleep (median us per round trip)"
+CROSS_SHM_SPIN = "crossing: shared-memory flag, both spinning (median us per round trip)"
 HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
 VALIDATE = "validate trivial (median us)"
 VALIDATE_IDLE = "validate trivial after 10 ms idle (median us)"

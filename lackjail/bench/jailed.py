@@ -27,8 +27,6 @@ from lackjail.bench.figures import (
     REUSE_SAME,
     SESSION,
     SPACING_S,
-    SWEEP_FRESH,
-    SWEEP_REUSE,
     TPUT_FRESH,
     TPUT_REUSE,
     WORKERS,
@@ -37,6 +35,8 @@ from lackjail.bench.figures import (
     pct,
 )
 from lackjail.bench.programs import TRIVIAL, fresh_program
+
+SHARD_MODULE = "lackjail.shards.shard"  # in a shard's command line
 
 
 def _run_latency(jail, n, gap_s=0.0, same=None):
@@ -77,18 +77,23 @@ def _zygotes():
     """The zygotes of this process's jails: the first Python process of each jail.
 
     Found from the process tree, not from the pool's internals: a zygote is a Python
-    descendant whose parent is this process (the seccomp fallback) or nsjail.
+    descendant whose parent is a controller (this process, or a shard of a sharded Jail:
+    the seccomp fallback) or nsjail.
     """
     import psutil
 
     me = psutil.Process()
-    found = []
-    for proc in me.children(recursive=True):
+    controllers, found = {me.pid}, []
+    for proc in me.children(recursive=True):  # parents come before their children
         try:
             if "python" not in proc.name():
                 continue
             parent = proc.parent()
-            if parent is not None and (parent.pid == me.pid or "python" not in parent.name()):
+            if parent is None or not (parent.pid in controllers or "python" not in parent.name()):
+                continue
+            if parent.pid == me.pid and SHARD_MODULE in " ".join(proc.cmdline()):
+                controllers.add(proc.pid)
+            else:
                 found.append(proc)
         except psutil.NoSuchProcess:
             continue
@@ -378,24 +383,3 @@ def load_figures(total=10_000, callers=32, workers=2, mode="fresh"):
         f"load {total} runs / {callers} callers / {workers} workers ({mode}) {k}": v
         for k, v in out.items()
     }
-
-
-def workers_figures(counts, n=500, isolation=None) -> Figures:
-    """Fresh (`Jail.map`) and reuse throughput for each worker count in COUNTS: how the pool
-    scales with the jails it keeps (reuse from one caller thread per jail, as the floor's)."""
-    from lackjail.api import Jail
-
-    figures = Figures()
-    for count in counts:
-        with Jail(workers=count, isolation=isolation) as jail:
-            ensure_ok(jail.run(TRIVIAL))
-            settle(jail, count)
-            began = time.perf_counter()
-            for result in jail.map([fresh_program() for _ in range(n * 2)]):
-                ensure_ok(result)
-            figures[SWEEP_FRESH.format(count)] = n * 2 / (time.perf_counter() - began)
-        with Jail(workers=count, mode="reuse", isolation=isolation) as jail:
-            ensure_ok(jail.run(TRIVIAL))
-            settle(jail, count)
-            figures[SWEEP_REUSE.format(count)] = throughput(jail, count, n * 4)["runs/s"]
-    return figures

@@ -1,4 +1,5 @@
-"""Tool calls: what one host (mediated) call and one jail-placed call cost, and what
+"""Tool calls: what one host (mediated) call and one jail-placed call cost, what a bare
+round trip between two processes costs beside them (the crossing floor), and what
 kernel-confined resolution adds to each host file access."""
 
 from __future__ import annotations
@@ -6,7 +7,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from lackjail.bench.figures import BENEATH, JAIL_TOOL, TOOL
+from lackjail.bench.crossing import crossing_figures
+from lackjail.bench.figures import BENEATH, JAIL_TOOL, TOOL, merge
 from lackjail.bench.jailed import ensure_ok
 from lackjail.bench.programs import CALLS
 
@@ -31,8 +33,9 @@ def per_call(run, calls, repeats, tool, baseline):
 
 
 def tool_call_figures(calls=1000, repeats=5):
-    """Median cost per call of a host (mediated) tool and a jail-placed one, and what
-    kernel-confined resolution adds to each host file access."""
+    """Median cost per call of a host (mediated) tool and a jail-placed one, the crossing
+    floor measured right after them, and what kernel-confined resolution adds to each host
+    file access."""
     from lackjail.api import Jail
     from lackjail.bench.resolution import resolution_cost_us
     from lackjail.kit import spec_from_function
@@ -55,4 +58,4 @@ def tool_call_figures(calls=1000, repeats=5):
         }
     # openat2 beneath the workspace descriptor vs a plain open (the goal: < 15 us)
     figures[BENEATH] = resolution_cost_us()["added"]
-    return figures
+    return merge(figures, crossing_figures())

@@ -5,7 +5,7 @@ import sys
 import click
 
 from lackjail.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Command, leave
-from lackjail.cli.options import isolation_option, language_choices
+from lackjail.cli.options import isolation_option, language_choices, processes_value
 from lackjail.policy import MAX_WORKERS
 
 
@@ -45,6 +45,12 @@ from lackjail.policy import MAX_WORKERS
     type=click.IntRange(min=1),
     help="Programs in flight per pool [twice the jails].",
 )
+@click.option(
+    "--processes",
+    callback=processes_value,
+    metavar="auto|N",
+    help="Controller processes sharing each pool's jails [the policy's pool.processes: auto].",
+)
 @isolation_option("Override the policies' isolation demand.")
 @click.option(
     "--ray",
@@ -62,6 +68,7 @@ def batch(
     workspace,
     workers,
     concurrency,
+    processes,
     isolation,
     ray_address,
     progress,
@@ -80,6 +87,12 @@ def batch(
     from lackjail import batch as b
 
     _check_defaults(kit, policy, workspace, language)
+    if isinstance(processes, int) and workers and processes > workers:
+        raise click.BadParameter(
+            f"{processes} is more than --workers {workers}: each controller process keeps at "
+            "least one jail",
+            param_hint="'--processes'",
+        )
     if ray_address:
         try:
             from lackjail.ray import open_ray
@@ -92,7 +105,7 @@ def batch(
             ray_address, workspace=workspace, concurrency=concurrency, isolation=isolation
         )
     else:
-        open_runner = b.open_local(workspace, workers, concurrency, isolation)
+        open_runner = b.open_local(workspace, workers, concurrency, isolation, processes)
     bar = _ProgressBar() if (sys.stderr.isatty() if progress is None else progress) else None
     try:
         summary = b.run_batch(

@@ -4,7 +4,7 @@ import click
 
 from lackjail.bench import SECTIONS
 from lackjail.cli.common import Command, emit_json
-from lackjail.cli.options import isolation_option
+from lackjail.cli.options import isolation_option, processes_value
 
 
 def _shown(value) -> str:
@@ -36,11 +36,20 @@ def _shown(value) -> str:
     metavar="N,N,...",
     help="Also measure fresh and reuse throughput at each of these worker counts (e.g. 1,2,4).",
 )
+@click.option(
+    "--processes",
+    default="auto",
+    show_default=True,
+    callback=processes_value,
+    metavar="auto|N",
+    help="The --workers sweep measures each count with one controller process and with this "
+    "many (where it comes to more than one).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @click.option(
     "--markdown", is_flag=True, help="Print the README's table (figure, measured, goal, ratio)."
 )
-def bench(runs, load, isolation, sections, sweep, as_json, markdown):
+def bench(runs, load, isolation, sections, sweep, processes, as_json, markdown):
     """Measure fresh and reuse runs, tool calls, throughput, cold start, page faults and the
     anchors (pydantic-monty, lackpy: the `bench` extra), and judge the goals.
 
@@ -54,6 +63,7 @@ def bench(runs, load, isolation, sections, sweep, as_json, markdown):
       lackjail bench --only fresh -n 2000   # one section, e.g. under py-spy
       lackjail bench --markdown             # the README's table
       lackjail bench --only lean --only fresh --workers 1,2,4
+      lackjail bench --only floor --workers 1,2,4,8,16 -n 2000   # a many-core host's scaling
     """
     from lackjail.bench import measure
     from lackjail.bench.figures import MAP_LOAD, Figures
@@ -82,7 +92,9 @@ def bench(runs, load, isolation, sections, sweep, as_json, markdown):
             f"lackjail bench: {runs} runs per latency figure, program {SHAPE!r} with a new "
             "N for every run"
         )
-    figures = measure(runs, isolation, sections or SECTIONS, on_section=show, workers=counts)
+    figures = measure(
+        runs, isolation, sections or SECTIONS, on_section=show, workers=counts, processes=processes
+    )
     if load:
         part = Figures()
         part.update(load_figures())

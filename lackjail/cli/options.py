@@ -155,6 +155,15 @@ def isolation_option(
     return click.option("--isolation", type=click.Choice(ISOLATION_DEMANDS), help=help)
 
 
+def processes_value(ctx, param, value):
+    """--processes: "auto", a whole number of controller processes from 1, or not given."""
+    if value is None or value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise click.BadParameter(f"{value!r} is neither 'auto' nor a whole number from 1")
+    return int(value)
+
+
 def complete_kits(ctx, param, incomplete: str) -> list[str]:
     """Shell completion for --kit: the kits of the current folder and the bundled ones."""
     from lackjail.kit import list_kits

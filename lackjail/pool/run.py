@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import select
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
 from lackjail import protocol
+from lackjail.pool import relay
 from lackjail.pool.jail_process import Child, JailDied, JailProcess, wait_fd
 
 SIGNAL_VERDICTS = {
@@ -64,6 +66,10 @@ def _msg(text: str) -> dict:
     return {"message": text}
 
 
+class _Abandoned(Exception):
+    """The relay's tool call was taken by its watcher, who serves the run now."""
+
+
 class Run:
     """One request on one child of one jail; `execute()` once."""
 
@@ -80,6 +86,11 @@ class Run:
         self.jail, self.child, self.request = jail, child, request
         self.tool_handler, self.on_output = tool_handler, on_output
         self.limits, self.runs_per_child = limits, runs_per_child
+        # a handler that can run a tool on the calling thread (a ToolSession) lets the run's
+        # calls be served by a relay thread (relay.py); None: each call goes through the handler
+        self._inline = getattr(tool_handler, "inline", None)
+        self._watch: relay.Watch | None = None  # set while a relay thread serves the run
+        self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
         # lent before it said `ready` (still warming up or confining itself): the request
         # waits in its channel, which it reads only once confined, after its `ready`
@@ -193,15 +204,22 @@ class Run:
 
     def _loop(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
         jail, child = self.jail, self.child
-        output_budget = self.limits.output_bytes + OUTPUT_SLACK
-        poller = child.poller
-        if poller is None:  # made once per child: a reused child's runs poll the same three
-            poller = child.poller = select.poll()
+        if child.poller is None:  # made once per child: a reused child's runs poll the same three
+            child.poller = select.poll()
             for fd in (child.run_out, jail.ctrl.fileno(), jail.pidfd):
-                poller.register(fd, select.POLLIN)
-        until, spin = deadline, False
-        child_open = True
-        jail_gone = ""  # why the zygote is gone, once it is
+                child.poller.register(fd, select.POLLIN)
+        self._poller = child.poller  # kept by the run when the child's is dropped
+        self._output_budget = self.limits.output_bytes + OUTPUT_SLACK
+        self._until, self._spin = deadline, False
+        self._child_open = True
+        self._jail_gone = ""  # why the zygote is gone, once it is
+        return self._serve(run_id, deadline, wall_s, kill_grace)
+
+    def _serve(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
+        """The run's frames until its end, on whichever thread serves it now (the caller's,
+        or a relay's: the state it carries on is the Run's own)."""
+        jail, child = self.jail, self.child
+        poller = self._poller
         while True:
             while child.frames:
                 frame = child.frames.pop(0)
@@ -209,8 +227,8 @@ class Run:
                 if self.unready:
                     self._ready(frame)
                 elif kind == "output":
-                    output_budget -= len(frame["text"])
-                    if output_budget < 0:
+                    self._output_budget -= len(frame["text"])
+                    if self._output_budget < 0:
                         return Outcome(
                             "limit",
                             errors=[_msg("output exceeds its limit (the jail ignored the cap)")],
@@ -219,52 +237,58 @@ class Run:
                     if self.on_output is not None:
                         self.on_output(frame["text"])
                 elif kind == "call":
+                    if self._inline is not None and self._watch is None:
+                        child.frames.insert(0, frame)  # the relay answers it first
+                        return self._relay(run_id, deadline, wall_s, kill_grace)
                     self._answer(frame, deadline)
-                    spin = True
+                    self._spin = True
                 elif kind == "result":
                     return self._finished(frame, run_id)
                 else:  # a second `ready`, decoded among the frames that followed the first
                     raise protocol.ProtocolError("a child said 'ready' during its run")
-            if child_open and (child.done is not None or jail_gone):
+            if self._child_open and (child.done is not None or self._jail_gone):
                 # the child (or its zygote) ended: what it wrote is in the pipe now
                 while child.pump(self.expect):
                     pass
-                child_open = False
+                self._child_open = False
                 poller.unregister(child.run_out)
                 child.poller = None
                 if child.frames:
                     continue
-            if self.unanswerable and not child_open:  # it closed both ends without a result
+            if self.unanswerable and not self._child_open:  # closed both ends without a result
                 raise JailDied(self.unanswerable)
             if child.done is not None:
                 return self._died(child.done, wall_s)
-            if jail_gone:
-                raise JailDied(jail_gone)
-            timeout = until - time.monotonic()
+            if self._jail_gone:
+                raise JailDied(self._jail_gone)
+            timeout = self._until - time.monotonic()
             if timeout <= 0:
                 if self.cancelled:  # the zygote did not end its child in time
                     return self._timeout(wall_s)
                 jail.send_ctrl(protocol.make_cancel(child.gen))
-                self.cancelled, until = True, time.monotonic() + kill_grace
+                self.cancelled, self._until = True, time.monotonic() + kill_grace
                 continue
-            events = _spin(poller) if spin else None
-            spin = False
-            for fd, _ in events or poller.poll(timeout * 1000):
+            if self._spin:  # after a tool call: the program usually calls again or ends soon
+                events = self._spinner.poll(poller.poll, timeout * 1000)
+            else:  # programs compute: a spin would take the CPU they need
+                events = poller.poll(timeout * 1000)
+            self._spin = False
+            for fd, _ in events:
                 if fd == child.run_out:
-                    if child_open and child.pump(self.expect) is False:
-                        child_open = False
+                    if self._child_open and child.pump(self.expect) is False:
+                        self._child_open = False
                         poller.unregister(child.run_out)
                         child.poller = None
-                elif jail_gone:
+                elif self._jail_gone:
                     continue
                 elif fd == jail.pidfd:
-                    jail_gone = "the jail exited"
+                    self._jail_gone = "the jail exited"
                 else:
                     try:
                         jail.pump_ctrl()
                     except JailDied as exc:
-                        jail_gone = str(exc)
-                if jail_gone:
+                        self._jail_gone = str(exc)
+                if self._jail_gone:
                     poller.unregister(jail.pidfd)
                     poller.unregister(jail.ctrl.fileno())
                     child.poller = None
@@ -277,16 +301,58 @@ class Run:
             raise protocol.ProtocolError("a child lent before it was ready did not say so first")
         self.unready, self.expect = False, RUN_FRAMES
 
+    def _relay(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
+        """Serve the rest of the run on a relay thread, which runs each tool inline, and
+        watch it from here: a tool still running at its deadline is taken from it, its call
+        answered with the timeout, and the run served on from this thread (relay.py)."""
+        watch = self._watch = relay.Watch()
+        done = threading.Event()
+        box: dict = {}
+
+        def serve():
+            try:
+                box["outcome"] = self._serve(run_id, deadline, wall_s, kill_grace)
+            except _Abandoned:
+                return  # the watcher serves the run now: nothing here is ours any more
+            except BaseException as exc:  # raised where the run was asked for
+                box["error"] = exc
+            done.set()
+
+        relay.submit(serve)
+        while not done.wait(watch.wait_s()):
+            abandon = watch.take()
+            if abandon is not None:
+                self._watch = None
+                self._reply(self._calling, abandon(), deadline)
+                self._spin = True
+                return self._serve(run_id, deadline, wall_s, kill_grace)
+        if "error" in box:
+            raise box["error"]
+        return box["outcome"]
+
     def _answer(self, call: dict, deadline: float) -> None:
         """Answer a tool call. The handler gets the run's DEADLINE: a call still running then
         is abandoned and answered with a `timeout` verdict, so the run ends on time."""
-        seq = call["seq"]
+        self._calling = call
         if self.tool_handler is None:
+            out = None
+        elif self._watch is not None:
+            args = (call["tool"], call["args"], call["kwargs"], deadline, self._watch)
+            out = self._inline(*args)
+            if out is None:
+                raise _Abandoned
+        else:
+            out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)
+        self._reply(call, out, deadline)
+
+    def _reply(self, call: dict, out, deadline: float) -> None:
+        """Send the child OUT, the outcome of CALL (None: no tool handler)."""
+        seq = call["seq"]
+        if out is None:
             reply = protocol.make_return(
                 seq, False, None, f"no tool named {call['tool']!r} in this kit", None
             )
         else:
-            out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)
             if out.verdict and self.verdict is None:
                 error = out.error
                 if out.verdict == "timeout":
@@ -330,18 +396,6 @@ class Run:
         return Outcome(
             status, errors=[_msg(message)], cpu_ms=round(cpu_ms, 3), max_rss_kb=done["max_rss_kb"]
         )
-
-
-def _spin(poller, spin_s: float = protocol.SPIN_S):
-    """Poll without sleeping for a moment: a program that just got a tool's answer
-    usually calls again or finishes within it, and a sleeping thread costs a
-    wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
-    while programs compute would take the CPU they need."""
-    until = time.perf_counter() + spin_s
-    while True:
-        events = poller.poll(0)
-        if events or time.perf_counter() > until:
-            return events
 
 
 def _errors_ok(errors) -> bool:

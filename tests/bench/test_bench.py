@@ -398,3 +398,23 @@ def test_the_python_levels_fresh_run_is_judged_against_extendeds():
     assert fresh.ratio == pytest.approx(1.2) and fresh.met is False
     spent = judged["CPU per fresh run at the python level vs extended"]
     assert spent.ratio == pytest.approx(0.8) and spent.met is True
+
+
+def test_scaling_goals_judge_16_workers_against_2_on_a_host_with_16_cores(monkeypatch):
+    from lackjail.bench.figures import SWEEP_FRESH, SWEEP_REUSE
+
+    figures = bench.Figures()
+    figures[SWEEP_FRESH.format(2)], figures[SWEEP_FRESH.format(16)] = 1000.0, 3000.0
+    figures[SWEEP_REUSE.format(2)], figures[SWEEP_REUSE.format(16)] = 6000.0, 30000.0
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    judged = {g.figure: g for g in goals(figures)}
+    fresh, reuse = (
+        judged["fresh throughput, 16 workers vs 2"],
+        judged["reuse throughput, 16 workers vs 2"],
+    )
+    assert (fresh.target, fresh.met) == (3500.0, False)
+    assert (reuse.target, reuse.met) == (24000.0, True)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)  # a small host measures itself, not the pool
+    judged = {g.figure: g for g in goals(figures)}
+    assert judged["fresh throughput, 16 workers vs 2"].met is None
+    assert "16 cores" in judged["fresh throughput, 16 workers vs 2"].why

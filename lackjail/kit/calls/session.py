@@ -26,7 +26,14 @@ from typing import Any
 
 from lackjail.errors import LimitExceeded, RunOutOfTime, ToolCallError, ToolDenied
 from lackjail.kit.calls.budget import Budget
-from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
+from lackjail.kit.plain import (
+    ARGS_MAX_SIZE,
+    RESULT_MAX_SIZE,
+    display,
+    plain_call,
+    plain_copy,
+    summarize,
+)
 from lackjail.kit.tools.providers import ToolContext
 from lackjail.policy import load_policy
 from lackjail.workspace.protect import Protection
@@ -73,6 +80,7 @@ class ToolSession:
         self._host = set(kit.host_tools)
         self._lock = threading.Lock()
         self._runner = None
+        self._plans: dict[str, _Plan] = {}  # host tool name -> what the policy says of it
 
     @property
     def stats(self) -> dict:
@@ -81,25 +89,49 @@ class ToolSession:
     def call(self, name, args, kwargs, deadline: float | None = None) -> CallOutcome:
         """Check and run one call from the program; always returns, never raises for the program's
         doing. DEADLINE (time.monotonic) is the run's: a call still running then is abandoned
-        and its outcome has the verdict `timeout`.
+        and its outcome has the verdict `timeout`. The tool runs on the session's tool thread.
         """
-        with self._lock:
-            started = time.perf_counter()
-            entry = {
-                "seq": len(self.trace) + 1,
-                "tool": name if self._known(name) else display(name, 60),
-            }
-            try:
+        return self._call(name, args, kwargs, deadline, None)
+
+    __call__ = call  # a run's tool handler
+
+    def inline(self, name, args, kwargs, deadline, watch) -> CallOutcome | None:
+        """`call`, with the tool run on this thread: WATCH.arm(until, abandon) before it runs,
+        WATCH.disarm() after. A watcher that took the call past `until` gets its outcome (the
+        timeout, in the trace) from abandon(), and answers it: this then returns None, and the
+        thread must leave the run alone (the relay threads of pool/relay.py)."""
+        return self._call(name, args, kwargs, deadline, watch)
+
+    def _call(self, name, args, kwargs, deadline, watch) -> CallOutcome | None:
+        started = time.perf_counter()
+        tool = name if self._known(name) else display(name, 60)
+        entry = {"seq": 0, "tool": tool}
+        try:
+            with self._lock:
+                entry["seq"] = len(self.trace) + 1
                 self._check_trace()
-                outcome = self._dispatch(name, args, kwargs, entry, deadline)
-            except ToolCallError as exc:
-                outcome = CallOutcome(False, None, _message(exc), exc.verdict)
-            except (
-                Exception
-            ) as exc:  # a bug of a provider or of lackjail: fail this call, keep the run
-                outcome = CallOutcome(
-                    False, None, _message(f"internal error in {entry['tool']}: {_describe(exc)}")
-                )
+                job = self._dispatch(name, args, kwargs, entry, deadline)
+            if watch is None:
+                outcome = self._run(job)
+            else:
+                watch.arm(time.monotonic() + job.wait_s, lambda: self._abandon(job, started))
+                box = _box(job.fn, job.bound)
+                if not watch.disarm():
+                    return None
+                outcome = self._finish(job, box)
+        except Exception as exc:
+            outcome = _failed(exc, tool)
+        self._record(entry, outcome, started)
+        return outcome
+
+    def _abandon(self, job, started) -> CallOutcome:
+        """The outcome of JOB taken from the thread that runs it past its time, recorded."""
+        outcome = _failed(self._timed_out(job), job.entry["tool"])
+        self._record(job.entry, outcome, started)
+        return outcome
+
+    def _record(self, entry, outcome, started) -> None:
+        with self._lock:
             entry.setdefault("args", [])
             entry["ok"] = outcome.ok
             entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -108,12 +140,10 @@ class ToolSession:
                 entry["error"] = outcome.error
             if outcome.verdict:
                 entry["verdict"] = outcome.verdict
+            self._trace_bytes += entry.pop("size", 0) + ENTRY_CHARS + len(entry.get("error") or "")
             self.trace.append(entry)
-            self._trace_bytes += _size(entry.get("args")) + _size(entry.get("kwargs"))
-            self._trace_bytes += ENTRY_CHARS + len(entry.get("error") or "")
         if self.on_event is not None:
             self.on_event(dict(entry))
-        return outcome
 
     def _check_trace(self) -> None:
         """End the run (verdict `limit`) once its trace has reached its bounds."""
@@ -127,7 +157,8 @@ class ToolSession:
     def _known(self, name) -> bool:
         return type(name) is str and name in self._host
 
-    def _dispatch(self, name, args, kwargs, entry, deadline) -> CallOutcome:
+    def _dispatch(self, name, args, kwargs, entry, deadline) -> _Job:
+        """The checks, in order; the call ready to run, or ToolCallError."""
         # Every call counts, unknown names too: a loop of bad calls still ends.
         self.budget.charge_call()
         if not self._known(name):
@@ -147,15 +178,42 @@ class ToolSession:
             raise ToolCallError(
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
-        args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
+        args, kwargs = plain_call(args, kwargs, f"{name}() arguments", ARGS_MAX_SIZE)
         entry["args"], kept = _render(args, TRACE_ARGS_CHARS)
         if kwargs:
-            entry["kwargs"], _ = _render(kwargs, TRACE_ARGS_CHARS - kept)
+            entry["kwargs"], used = _render(kwargs, TRACE_ARGS_CHARS - kept)
+            kept += used
+        entry["size"] = kept
+        plan = self._plans.get(name) or self._plan(name)
+        bound = plan.spec.bind(name, args, kwargs)
+        if plan.denied:
+            raise ToolDenied(plan.denied)
+        if plan.approval:
+            self._check_approval(name, plan.approval, entry)
+        return self._job(name, plan, bound, deadline, entry)
+
+    def _plan(self, name) -> _Plan:
+        """What the policy says of NAME, worked out at its first call in the session."""
         spec = self.kit.specs[name]
-        bound = spec.bind(name, args, kwargs)
-        self._check_policy(name, spec)
-        self._check_approval(name, spec, entry)
-        return self._run(name, spec, bound, deadline)
+        names = self._rule_names(name, spec)
+        rules = self.policy.tools
+        denied = approval = ""
+        if names & set(rules.deny):
+            denied = f"{name} is denied by policy '{self.policy.name}' (tools.deny)"
+        elif rules.allow and not names & set(rules.allow):
+            denied = (
+                f"{name} is not in the allowed tools of policy '{self.policy.name}' (tools.allow)"
+            )
+        if names & set(rules.approval):
+            approval = f"policy '{self.policy.name}' requires approval for it"
+        elif spec.approval == "required":
+            approval = "the tool requires approval"
+        provider = self.kit.toolbox.providers[spec.provider]
+        # a provider whose tools take no context binds each once, not per call
+        fn = None if getattr(provider, "uses_context", True) else provider.bind(spec, None)
+        timeout = self._timeout(name, spec)
+        plan = self._plans[name] = _Plan(spec, provider, fn, timeout, denied, approval)
+        return plan
 
     def _rule_names(self, name, spec) -> set:
         """Names a policy rule may use for this call: the call name, the tool's own name, its
@@ -166,24 +224,7 @@ class ToolSession:
             names.add(name.partition(".")[0])
         return names
 
-    def _check_policy(self, name, spec) -> None:
-        rules, names = self.policy.tools, self._rule_names(name, spec)
-        if names & set(rules.deny):
-            raise ToolDenied(f"{name} is denied by policy '{self.policy.name}' (tools.deny)")
-        if rules.allow and not names & set(rules.allow):
-            raise ToolDenied(
-                f"{name} is not in the allowed tools of policy '{self.policy.name}' (tools.allow)"
-            )
-
-    def _check_approval(self, name, spec, entry) -> None:
-        by_policy = bool(self._rule_names(name, spec) & set(self.policy.tools.approval))
-        if spec.approval != "required" and not by_policy:
-            return
-        reason = (
-            f"policy '{self.policy.name}' requires approval for it"
-            if by_policy
-            else "the tool requires approval"
-        )
+    def _check_approval(self, name, reason, entry) -> None:
         if self.approve is None:
             raise ToolDenied(f"{name} needs approval ({reason}) and nobody is there to approve it")
         call = {
@@ -210,35 +251,57 @@ class ToolSession:
                 return float(timeouts[key])
         return spec.timeout_s
 
-    def _run(self, name, spec, bound, deadline) -> CallOutcome:
-        timeout = self._timeout(name, spec)
+    def _job(self, name, plan, bound, deadline, entry) -> _Job:
+        timeout = plan.timeout
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise RunOutOfTime(f"the run's deadline came before {name} could run")
-        view = self.workspace.view(self.budget, writable=self.policy.tools.workspace_writable)
-        ctx = ToolContext(workspace=view, policy=self.policy, call_name=name)
-        fn = self.kit.toolbox.providers[spec.provider].bind(spec, ctx)
+        wait_s = timeout if left is None else min(timeout, left)
+        job = _Job(name, plan.fn, bound, timeout, wait_s, wait_s < timeout, entry)
+        if job.fn is None:  # a provider that gives its tools the call's context
+            job.view = self.workspace.view(
+                self.budget, writable=self.policy.tools.workspace_writable
+            )
+            job.ctx = ToolContext(workspace=job.view, policy=self.policy, call_name=name)
+            job.fn = plan.provider.bind(plan.spec, job.ctx)
+        return job
+
+    def _run(self, job) -> CallOutcome:
+        """JOB on the session's tool thread, under its timeout."""
         if self._runner is None:
             self._runner = _ToolThread()
-        box = self._runner.run(fn, bound, timeout if left is None else min(timeout, left))
+        box = self._runner.run(job.fn, job.bound, job.wait_s)
         if box is None:  # abandoned: the hung call keeps that thread, which ends with it
             self._runner.stop()
             self._runner = None  # the next call gets a new one
-            view.close()
-            ctx.cancelled.set()
-            if left is not None and left < timeout:
-                raise RunOutOfTime(
-                    f"the run's deadline came while {name} ran; nothing it wrote was kept"
-                )
-            raise ToolCallError(f"{name} timed out after {timeout:g} s; nothing it wrote was kept")
-        view.close()
+            raise self._timed_out(job)
+        return self._finish(job, box)
+
+    def _timed_out(self, job) -> ToolCallError:
+        """What a call abandoned past its time ends with; nothing it writes from now on counts."""
+        if job.ctx is not None:
+            job.view.close()
+            job.ctx.cancelled.set()
+        if job.by_deadline:
+            return RunOutOfTime(
+                f"the run's deadline came while {job.name} ran; nothing it wrote was kept"
+            )
+        return ToolCallError(
+            f"{job.name} timed out after {job.timeout:g} s; nothing it wrote was kept"
+        )
+
+    def _finish(self, job, box) -> CallOutcome:
+        """The outcome of JOB, which returned or raised BOX in time."""
+        if job.view is not None:
+            job.view.close()
         if "error" in box:
             exc = box["error"]
             if isinstance(exc, ToolCallError):
                 raise exc
             raise ToolCallError(_describe(exc))  # the program reads it as "NAME: ValueError: ..."
-        value = plain_copy(box["value"], f"the result of {name}", RESULT_MAX_SIZE)
-        self.workspace.merge(view)
+        value = plain_copy(box["value"], f"the result of {job.name}", RESULT_MAX_SIZE)
+        if job.view is not None:
+            self.workspace.merge(job.view)
         return CallOutcome(True, value)
 
     def commit(self) -> list[str]:
@@ -273,6 +336,31 @@ class ToolSession:
         self.close()
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A host tool as the session's policy has it: the same for each of its calls."""
+
+    spec: Any
+    provider: Any
+    fn: Any  # the bound tool, when its provider gives it no context (else bound per call)
+    timeout: float
+    denied: str  # why the policy refuses it ("": it does not)
+    approval: str  # why it needs approval ("": it does not)
+
+
+class _Job:
+    """A call that passed its checks, ready to run."""
+
+    __slots__ = ("name", "fn", "bound", "timeout", "wait_s", "by_deadline", "entry", "view", "ctx")
+
+    def __init__(self, name, fn, bound, timeout, wait_s, by_deadline, entry):
+        self.name, self.fn, self.bound, self.entry = name, fn, bound, entry
+        self.timeout = timeout  # the tool's
+        self.wait_s = wait_s  # what it may take: its timeout, or less: the run's deadline
+        self.by_deadline = by_deadline  # wait_s is the run's deadline's
+        self.view = self.ctx = None  # the call's WorkspaceView and ToolContext, if it takes one
+
+
 class _ToolThread:
     """One long-lived thread that runs a session's tool calls under a timeout.
 
@@ -290,15 +378,7 @@ class _ToolThread:
             item = self._calls.get()
             if item is None:
                 return
-            fn, bound = item
-            box: dict = {}
-            try:
-                box["value"] = fn(**bound)
-            except (
-                BaseException
-            ) as exc:  # the tool's failure, reported to the program by the caller
-                box["error"] = exc
-            self._results.put(box)
+            self._results.put(_box(*item))
 
     def stop(self):
         self._calls.put(None)
@@ -310,6 +390,24 @@ class _ToolThread:
             return self._results.get(timeout=timeout)
         except queue.Empty:
             return None
+
+
+def _box(fn, bound) -> dict:
+    """{"value": FN(**BOUND)}, or {"error": what it raised}: the tool's failure, which the
+    program is told of."""
+    try:
+        return {"value": fn(**bound)}
+    except BaseException as exc:
+        return {"error": exc}
+
+
+def _failed(exc: Exception, tool: str) -> CallOutcome:
+    """The outcome of a call that failed with EXC: a refusal or the tool's error as the
+    program reads it, or a bug of a provider or of lackjail (which fails the call, not the
+    run)."""
+    if isinstance(exc, ToolCallError):
+        return CallOutcome(False, None, _message(exc), exc.verdict)
+    return CallOutcome(False, None, _message(f"internal error in {tool}: {_describe(exc)}"))
 
 
 def _render(values, budget: int) -> tuple:

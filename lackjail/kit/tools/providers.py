@@ -8,8 +8,10 @@ The protocol is two methods on an object with a `name`:
 
 `ctx` is a ToolContext: the call's confined WorkspaceView (the only sanctioned
 way for a host tool to touch files), the policy, the call name, and a
-`cancelled` event set when the call times out. Whatever a bound callable
-returns must be plain data; the session checks.
+`cancelled` event set when the call times out. A provider whose tools take no
+context says so with `uses_context = False`: the session then binds each tool
+once (with ctx None) instead of per call. Whatever a bound callable returns must
+be plain data; the session checks.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class PythonProvider:
     """
 
     name = "python"
+    uses_context = False  # its tools are plain functions: bound once per session, not per call
 
     def __init__(self):
         self._bound: dict = {}  # (module, function) -> callable, resolved once
