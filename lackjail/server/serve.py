@@ -412,20 +412,23 @@ class Request:
         from lackjail.cli import command
         from lackjail.pool import early
 
-        code = command(run.argv[1:])
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        early.discard()
-        for thread in threading.enumerate():  # what the interpreter's exit would wait for
-            if thread is not threading.current_thread() and not thread.daemon:
-                thread.join()
+        code = client.EXIT_FAILED  # what escapes `command` (it lets nothing ordinary go)
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (BrokenPipeError, ValueError):
-            code = code or client.EXIT_FAILED
-        end_children()
-        self._send(wire.EXITED, code)
-        os._exit(code)
+            code = command(run.argv[1:])
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            early.discard()
+            for thread in threading.enumerate():  # what the interpreter's exit would wait for
+                if thread is not threading.current_thread() and not thread.daemon:
+                    thread.join()
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except (BrokenPipeError, ValueError):
+                code = code or client.EXIT_FAILED
+        finally:
+            end_children()
+            self._send(wire.EXITED, code)
+            os._exit(code)
 
     def _watch(self) -> None:
         """Deliver the client's signals; when it hangs up, end the command and its jails."""
