@@ -26,6 +26,7 @@ SIGNAL_VERDICTS = {
     signal.SIGSYS: ("denied", "the program made a forbidden system call and was killed by seccomp"),
 }
 RUN_FRAMES = ("output", "call", "result")
+UNREADY_FRAMES = ("ready", *RUN_FRAMES)  # a child lent before it said `ready` says it first
 OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
 MAX_ERRORS = 1000
 ERROR_KEYS = ("message", "line", "col", "traceback", "traceback_omitted")
@@ -57,6 +58,8 @@ class Outcome:
     cpu_ms: float = 0.0
     max_rss_kb: int = 0
     retire: bool = False  # the jail must not serve another run
+    # the child ended before it said `ready`: it never read the request, which another may run
+    unstarted: bool = False
 
 
 def _msg(text: str) -> dict:
@@ -90,6 +93,10 @@ class Run:
         self._revoked = False  # the caller was interrupted: the relay must let the run go
         self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
+        # lent before it said `ready` (still warming up or confining itself): the request
+        # waits in its channel, which it reads only once confined, after its `ready`
+        self.unready = not child.ready
+        self.expect = UNREADY_FRAMES if self.unready else RUN_FRAMES
         self.cancelled = False
         # why answers can no longer reach the child (it closed its end); what it already wrote
         # is still read, and a result among it still counts
@@ -122,20 +129,31 @@ class Run:
                 r.session,
                 r.seed,
             )
-            self._write(protocol.encode(frame), deadline)
+            try:
+                self._write(protocol.encode(frame), deadline)
+            except JailDied:
+                if not self.unready:
+                    raise
+                # it ended before it was confined: the loop reads its end and the zygote's report
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)
         except protocol.ProtocolError as exc:
             outcome = Outcome(
                 "error", errors=[_msg(f"the jail broke the protocol: {exc}")], retire=True
             )
         except JailDied as exc:
-            outcome = (
-                self._timeout(wall_s)
-                if self.cancelled
-                else Outcome(
+            if self.cancelled:
+                outcome = self._timeout(wall_s)
+            elif self.unready:
+                outcome = Outcome(
+                    "killed",
+                    errors=[_msg(f"the jail ended before its child was ready ({exc})")],
+                    retire=True,
+                    unstarted=True,
+                )
+            else:
+                outcome = Outcome(
                     "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
                 )
-            )
         if self.verdict:  # a tool stop wins even if the jail says ok (one layer need not hold)
             outcome.status, message = self.verdict
             outcome.errors = [_msg(message or outcome.status)]
@@ -167,6 +185,9 @@ class Run:
             raise JailDied("the zygote did not set the child's memory limit for the run")
 
     def _timeout(self, wall_s: float) -> Outcome:
+        if self.unready:  # the program never ran: not its timeout
+            why = f"the jail's child was not ready within the wall-clock limit of {wall_s:g} s"
+            return Outcome("killed", errors=[_msg(why)], retire=True)
         return Outcome(
             "timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True
         )
@@ -206,7 +227,9 @@ class Run:
             while child.frames:
                 frame = child.frames.pop(0)
                 kind = frame["t"]
-                if kind == "output":
+                if self.unready:
+                    self._ready(frame)
+                elif kind == "output":
                     self._output_budget -= len(frame["text"])
                     if self._output_budget < 0:
                         return Outcome(
@@ -222,11 +245,13 @@ class Run:
                         return self._relay(run_id, deadline, wall_s, kill_grace)
                     self._answer(frame, deadline)
                     self._spin = True
-                else:
+                elif kind == "result":
                     return self._finished(frame, run_id)
+                else:  # a second `ready`, decoded among the frames that followed the first
+                    raise protocol.ProtocolError("a child said 'ready' during its run")
             if self._child_open and (child.done is not None or self._jail_gone):
                 # the child (or its zygote) ended: what it wrote is in the pipe now
-                while child.pump(RUN_FRAMES):
+                while child.pump(self.expect):
                     pass
                 self._child_open = False
                 poller.unregister(child.run_out)
@@ -257,7 +282,7 @@ class Run:
                 raise _Abandoned
             for fd, _ in events:
                 if fd == child.run_out:
-                    if self._child_open and child.pump(RUN_FRAMES) is False:
+                    if self._child_open and child.pump(self.expect) is False:
                         self._child_open = False
                         poller.unregister(child.run_out)
                         child.poller = None
@@ -274,6 +299,14 @@ class Run:
                     poller.unregister(jail.pidfd)
                     poller.unregister(jail.ctrl.fileno())
                     child.poller = None
+
+    def _ready(self, frame: dict) -> None:
+        """The first frame of a child lent before it was ready: its `ready`, and nothing else.
+        What follows it in the same read was decoded as one of UNREADY_FRAMES: a second
+        `ready` among it is refused where it is handled (as an unexpected frame)."""
+        if frame["t"] != "ready" or frame["gen"] != self.child.gen:
+            raise protocol.ProtocolError("a child lent before it was ready did not say so first")
+        self.unready, self.expect = False, RUN_FRAMES
 
     def _relay(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
         """Serve the rest of the run on a relay thread, which runs each tool inline, and
@@ -367,6 +400,9 @@ class Run:
     def _died(self, done: dict, wall_s: float) -> Outcome:
         """The child ended without a result: the zygote's report says how."""
         sig, code = done["signal"], done["code"]
+        if self.unready and not self.cancelled:  # before it was confined: it never read the run
+            why = f"the jail's child ended before it was ready (exit code {code}, signal {sig})"
+            return Outcome("killed", errors=[_msg(why)], unstarted=True)
         if self.cancelled:
             status, message = "timeout", f"wall-clock limit of {wall_s:g} s exceeded"
         elif sig in SIGNAL_VERDICTS:

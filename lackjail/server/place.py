@@ -22,10 +22,21 @@ LOCK = f"server-{INSTALL}.lock"
 
 
 def identity() -> str:
-    """What the code a process runs follows from: the interpreter, lackjail's package and the
-    import path. A server serves only clients of the same (its files are checked on top)."""
+    """What a command's process is, beyond what a request carries: the interpreter, lackjail's
+    package and the import path (the code it runs), its groups, file names' encoding, and the
+    namespaces and root folder it sees paths in. A server serves only clients of the same
+    (its code's files are checked on top)."""
     package = os.path.dirname(HERE)
-    return "\0".join([sys.version, sys.executable, package, *sys.path])
+    seen = []
+    for where in ("/proc/self/ns/mnt", "/proc/self/ns/user", "/proc/self/ns/pid", "/"):
+        try:
+            info = os.stat(where)
+            seen.append(f"{info.st_dev}:{info.st_ino}")
+        except OSError:
+            seen.append("-")
+    groups = ",".join(map(str, sorted({os.getegid(), *os.getgroups()})))
+    encoding = f"{sys.getfilesystemencoding()}:{sys.flags.utf8_mode}"
+    return "\0".join([sys.version, sys.executable, package, groups, encoding, *seen, *sys.path])
 
 
 def alone(info: os.stat_result) -> bool:

@@ -363,6 +363,11 @@ class Request:
             left -= len(chunk)
         return b"".join(chunks)
 
+    def _unchanged(self) -> bool:
+        """Every file of the server's code and data is as it was when the server started
+        (modules imported since were read from disk then)."""
+        return all(_file_identity(path) == known for path, known in self.files.items())
+
     def _send(self, kind: bytes, number: int) -> None:
         try:
             self.conn.sendall(wire.message(kind, number))
@@ -395,7 +400,7 @@ class Request:
         self._send(wire.DECLINED, why)
 
     def _run(self, run: wire.Run, fds: list[int]) -> None:
-        if run.identity != place.identity() or code_files() != self.files:
+        if run.identity != place.identity() or not self._unchanged():
             for fd in fds:
                 os.close(fd)
             return self._decline(wire.STALE)
@@ -412,20 +417,23 @@ class Request:
         from lackjail.cli import command
         from lackjail.pool import early
 
-        code = command(run.argv[1:])
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        early.discard()
-        for thread in threading.enumerate():  # what the interpreter's exit would wait for
-            if thread is not threading.current_thread() and not thread.daemon:
-                thread.join()
+        code = client.EXIT_FAILED  # what escapes `command` (it lets nothing ordinary go)
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (BrokenPipeError, ValueError):
-            code = code or client.EXIT_FAILED
-        end_children()
-        self._send(wire.EXITED, code)
-        os._exit(code)
+            code = command(run.argv[1:])
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            early.discard()
+            for thread in threading.enumerate():  # what the interpreter's exit would wait for
+                if thread is not threading.current_thread() and not thread.daemon:
+                    thread.join()
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except (BrokenPipeError, ValueError):
+                code = code or client.EXIT_FAILED
+        finally:
+            end_children()
+            self._send(wire.EXITED, code)
+            os._exit(code)
 
     def _watch(self) -> None:
         """Deliver the client's signals; when it hangs up, end the command and its jails."""
@@ -450,24 +458,26 @@ class Request:
 
 def _fill_caches() -> None:
     """Fill the caches a run consults whose values follow from their arguments alone: the
-    read rules' regex of a workspace's config read, and the nsjail configuration of the
-    server's default command (its user's policy, in the root folder). A command with the same
+    read rules' regex of a workspace's config read, and the nsjail configuration of a command
+    with the user's default policy and language. A command with the same
     arguments finds them made; another computes its own, as it would anyway. The data files
     they read are part of the server's identity (`code_files`). A failure leaves them empty."""
-    from lackjail.cli.options import Shared, setup
+    from lackjail.checker import Checker
+    from lackjail.policy import load_policy
     from lackjail.pool import isolation
+    from lackjail.userconfig import user_defaults
     from lackjail.workspace.protect import Protection
 
     try:
         Protection()
-        chosen = setup(Shared())
-        policy = chosen.policy
+        user = user_defaults()
+        policy = load_policy(user.policy or "default")
         args = isolation.zygote_config(
             policy.limits,
             policy.pool.mode,
             policy.pool.recycle_after,
             policy.pool.spares,
-            python_level=chosen.checker.language == "python",
+            python_level=Checker(policy, None, user.language).language == "python",
         )
         isolation.nsjail_launcher(args).close()
     except Exception:  # noqa: BLE001 - only a cache: the command computes what it needs
