@@ -90,6 +90,7 @@ class Run:
         # calls be served by a relay thread (relay.py); None: each call goes through the handler
         self._inline = getattr(tool_handler, "inline", None)
         self._watch: relay.Watch | None = None  # set while a relay thread serves the run
+        self._revoked = False  # the caller was interrupted: the relay must let the run go
         self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
         # lent before it said `ready` (still warming up or confining itself): the request
@@ -221,6 +222,8 @@ class Run:
         jail, child = self.jail, self.child
         poller = self._poller
         while True:
+            if self._revoked:
+                raise _Abandoned
             while child.frames:
                 frame = child.frames.pop(0)
                 kind = frame["t"]
@@ -268,11 +271,15 @@ class Run:
                 jail.send_ctrl(protocol.make_cancel(child.gen))
                 self.cancelled, self._until = True, time.monotonic() + kill_grace
                 continue
+            if self._watch is not None:  # a relay looks at `_revoked` at least this often
+                timeout = min(timeout, relay.POLL_S)
             if self._spin:  # after a tool call: the program usually calls again or ends soon
                 events = self._spinner.poll(poller.poll, timeout * 1000)
             else:  # programs compute: a spin would take the CPU they need
                 events = poller.poll(timeout * 1000)
             self._spin = False
+            if self._revoked:
+                raise _Abandoned
             for fd, _ in events:
                 if fd == child.run_out:
                     if self._child_open and child.pump(self.expect) is False:
@@ -306,26 +313,39 @@ class Run:
         watch it from here: a tool still running at its deadline is taken from it, its call
         answered with the timeout, and the run served on from this thread (relay.py)."""
         watch = self._watch = relay.Watch()
-        done = threading.Event()
+        done, left = threading.Event(), threading.Event()
         box: dict = {}
 
         def serve():
             try:
                 box["outcome"] = self._serve(run_id, deadline, wall_s, kill_grace)
+                done.set()
             except _Abandoned:
-                return  # the watcher serves the run now: nothing here is ours any more
+                pass  # the watcher serves the run now, or no one: nothing here is ours any more
             except BaseException as exc:  # raised where the run was asked for
                 box["error"] = exc
-            done.set()
+                done.set()
+            finally:
+                left.set()
 
         relay.submit(serve)
-        while not done.wait(watch.wait_s()):
-            abandon = watch.take()
-            if abandon is not None:
-                self._watch = None
-                self._reply(self._calling, abandon(), deadline)
-                self._spin = True
-                return self._serve(run_id, deadline, wall_s, kill_grace)
+        try:
+            while not done.wait(watch.wait_s()):
+                abandon = watch.take()
+                if abandon is not None:
+                    self._watch = None
+                    self._reply(self._calling, abandon(), deadline)
+                    self._spin = True
+                    return self._serve(run_id, deadline, wall_s, kill_grace)
+        except BaseException:
+            # Interrupted here (KeyboardInterrupt): the jail is retired once this raises, its
+            # descriptors closed and their numbers free for any other open. The relay lets go
+            # first: it stops at its next look (POLL_S at most), or is inside a tool, after
+            # which it touches nothing of the run.
+            self._revoked = True
+            while not left.wait(relay.POLL_S) and not watch.armed():
+                pass
+            raise
         if "error" in box:
             raise box["error"]
         return box["outcome"]
@@ -339,7 +359,7 @@ class Run:
         elif self._watch is not None:
             args = (call["tool"], call["args"], call["kwargs"], deadline, self._watch)
             out = self._inline(*args)
-            if out is None:
+            if out is None or self._revoked:
                 raise _Abandoned
         else:
             out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)

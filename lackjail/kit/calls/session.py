@@ -3,9 +3,12 @@
 Everything `call` receives comes out of the jail and is hostile. In order it
 checks the name (a host tool of this kit), the tool-call budget, the
 arguments (plain data, bounded, bound against the spec), the policy
-(allow/deny), and approval; then it runs the tool in a thread under its
-timeout, checks the result is plain data, merges the call's staged writes
-(verifying them), and records the trace entry itself. It never raises for
+(allow/deny), and approval; then it runs the tool under its timeout (`call`:
+on the session's tool thread; `inline`: on the calling thread, which a watcher
+may take the call from at its timeout: a run's relay, pool/relay.py), checks
+the result is plain data, merges the call's staged writes (verifying them),
+and records the trace entry itself. What the policy says of a tool is worked
+out at its first call; every check still runs on every call. It never raises for
 anything the program did: every failure is a CallOutcome with an error and,
 for a refusal or a spent budget, a verdict that ends the run.
 
