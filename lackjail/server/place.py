@@ -13,7 +13,7 @@ import os
 import sys
 import zlib
 
-from lackjail.workspace.hostdir import DIR_FLAGS, open_host_dir
+from lackjail.workspace.hostdir import DIR_FLAGS, open_at, open_host_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSTALL = f"{zlib.crc32(f'{sys.executable}\0{HERE}'.encode()):08x}"
@@ -94,7 +94,7 @@ def open_folder(create: bool = False) -> int | None:
                     os.mkdir(name, 0o700, dir_fd=above)
                 except FileExistsError:
                     pass
-            below = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=above)
+            below = open_at(above, name, DIR_FLAGS)
             os.close(above)
             above = below
         if alone(os.fstat(above)):

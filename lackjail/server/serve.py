@@ -32,6 +32,7 @@ import threading
 import time
 
 from lackjail.server import client, place, wire
+from lackjail.workspace.hostdir import open_at
 
 IDLE_S = 600.0  # ten minutes without a command
 REQUEST_S = 30.0  # a client that connects and says nothing is dropped after this
@@ -96,13 +97,11 @@ def idle_s() -> float:
 def serve() -> int:
     """Serve until idle, stopped or stale; 0, or 1 when there is no folder of ours to serve in.
     Returns at once (0) when another server holds the folder's lock."""
-    os.chdir("/")
     folder = place.open_folder(create=True)
     if folder is None:
         return 1
     try:
-        lock = os.open(place.LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                       dir_fd=folder)  # fmt: skip
+        lock = open_at(folder, place.LOCK, os.O_RDWR | os.O_CREAT)
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return 0

@@ -1,6 +1,7 @@
 """Opening a host folder by descriptor, one component at a time from `/`, no symlink of
-another user followed (`open_host_dir`). The standard library only, no ctypes: the `lackjail run`
-client opens its server's folder with it before it imports anything else."""
+another user followed (`open_host_dir`), and a name beneath a folder descriptor (`open_at`).
+The standard library only, no ctypes: the `lackjail run` client opens its server's folder
+with it before it imports anything else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ import stat
 
 MAX_LINKS = 40  # symlinks followed while resolving one path, as the kernel's own limit
 DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def open_at(dirfd: int, name: str, flags: int, mode: int = 0o600) -> int:
+    """os.open of NAME in the folder DIRFD, never through a symlink (ELOOP if NAME is one)."""
+    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dirfd)
 
 
 def _trusted_link(info: os.stat_result) -> bool:
