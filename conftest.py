@@ -1,8 +1,14 @@
 """Fixtures shared by tests/ and fuzz/: whether this host can run the real nsjail."""
 
 import functools
+import os
 
 import pytest
+
+# `lackjail run` hands its commands to a resident server of the user's and starts one when none
+# answers: the suite's commands run without one (they must neither leave servers behind nor
+# reach the developer's); the server's own tests turn it on with folders of their own
+os.environ["LACKJAIL_SERVER"] = "0"
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,8 @@
-"""The `lackjail` console command. `lackjail run` starts its jail first (`pool.early`), before
-the command line's modules are imported, so that the two starts overlap; then every command
-runs as `lackjail.cli.main` would run it."""
+"""The `lackjail` console command. `lackjail run` is handed to the user's resident server when
+one answers (`lackjail.server`: lackjail imported and a jail started there already); else it
+runs here, its jail started first (`pool.early`), before the command line's modules are
+imported, so that the two starts overlap, and a server is started for the next command. Every
+other command runs as `lackjail.cli.main` would run it."""
 
 import sys
 
@@ -15,6 +17,9 @@ def main() -> None:
 
         cli_main()
         return
+    from lackjail.server import client
+
+    start = client.enabled() and client.hand_over(args) != client.OFF  # returns if not taken
     from lackjail.pool import early
 
     early.begin()
@@ -24,6 +29,10 @@ def main() -> None:
         code = command(args)
     finally:
         early.discard()  # a command that ended before its jail started leaves no early one
+    if start:
+        from lackjail.server.serve import start_if_wanted
+
+        start_if_wanted()
     leave_process(code, fast=True)
 
 

@@ -59,6 +59,8 @@ def copy(
     Text that UTF-8 cannot carry (lone surrogates) becomes backslash escapes, or
     with EXACT_TEXT (a caller's parameters, which must arrive as given) an error.
     """
+    if 0 <= _scalar_size(value) <= max_size:  # the common tool result: nothing to walk
+        return value
     text = _exact if exact_text else utf8
     budget = [max_size, max_items]
     sequences = _LENIENT_SEQUENCES if lenient else _SEQUENCES
@@ -131,6 +133,40 @@ def copy(
         return conv(value, 0)
     except PlainError as exc:
         raise exc.place(where) from None
+
+
+def copy_call(args, kwargs: dict, where: str, max_size: int, *, max_items: int = MAX_ITEMS):
+    """A call's arguments (a list or tuple) and keywords as copy([list(ARGS), KWARGS], ...)
+    copies them: the usual call, all scalars, without walking them as a tree."""
+    size = 3 * ITEM_SIZE  # the pair, the arguments' list, the keywords' dict
+    for value in args:
+        n = _scalar_size(value)
+        if n < 0:
+            break
+        size += n
+    else:
+        for key, value in kwargs.items():
+            n = _scalar_size(value)
+            if n < 0 or type(key) is not str or not key.isascii():
+                break
+            size += n + len(key)
+        else:
+            if size <= max_size and 2 + len(args) + len(kwargs) <= max_items:
+                return [list(args), dict(kwargs)]
+    return copy([list(args), kwargs], where, max_size, max_items=max_items)
+
+
+def _scalar_size(value) -> int:
+    """What VALUE counts toward a size budget when it is a scalar that copies as it is
+    (ASCII text, bytes, a 64-bit int, a float, a bool, None); -1 for anything else."""
+    kind = type(value)
+    if kind is str:
+        return ITEM_SIZE + len(value) if value.isascii() else -1
+    if kind is int:
+        return ITEM_SIZE if INT_MIN <= value <= INT_MAX else -1
+    if kind is bytes:
+        return ITEM_SIZE + len(value)
+    return ITEM_SIZE if kind in _SCALARS else -1
 
 
 def problem(value, where: str, max_size: int) -> str | None:

@@ -1,7 +1,8 @@
 """Defaults for the CLI: the user's own config, and what a (hostile) workspace may add to it.
 
 `~/.config/lackjail/config.toml` (or `$XDG_CONFIG_HOME/lackjail/config.toml`)
-is the user's: its `[defaults]` table may set `kit`, `policy` and `language`.
+is the user's: its `[defaults]` table may set `kit`, `policy` and `language`, and its
+`[server]` table `enabled` (false: `lackjail run` runs without the user's resident server).
 A workspace's `.lackjail/config.toml` was possibly written by an attacker:
 its `[defaults]` may only choose a `kit` and a `language` (among the levels
 the policy allows), and its `[limits]` may only tighten the policy (a
@@ -52,7 +53,27 @@ def user_defaults() -> Defaults:
     """The `[defaults]` of the user's own config (none when it does not exist)."""
     path = user_config_path()
     data = _parse(_read_user(path), path)
+    _server_table(data, path)
     return Defaults(**_defaults_table(data, path, USER_KEYS))
+
+
+def server_enabled() -> bool:
+    """The `[server] enabled` of the user's own config (true when it does not say)."""
+    path = user_config_path()
+    return _server_table(_parse(_read_user(path), path), path)
+
+
+def _server_table(data: dict, path: Path) -> bool:
+    table = data.get("server", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: 'server' must be a table: [server]")
+    problem = unknown_key(table, ["enabled"], "server.")
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{path}: 'server.enabled' must be true or false")
+    return enabled
 
 
 def workspace_defaults(root) -> Defaults:

@@ -76,3 +76,52 @@ def test_status_table():
     }
     assert [protocol.exit_code(s) for s in ("ok", "invalid", "error", "denied")] == [0, 2, 1, 1]
     assert protocol.keeps_child("error") and not protocol.keeps_child("limit")
+
+
+class Text(str):
+    """A str subclass: its methods are the sender's, so it is never passed on as it is."""
+
+
+CALLS = [
+    ((), {}),
+    ((1, "a", 1.5, True, None, b"\x00"), {"k": "v", "n": 2}),
+    ((2**64 - 1, -(2**63)), {}),
+    ((2**64,), {}),  # wider than 64 bits
+    (("é\ud800",), {}),  # not ASCII, a lone surrogate
+    ((Text("x"),), {}),
+    (([1, (2, 3)], {"k": [4]}), {"nested": {"a": 1}}),
+    ((1,), {1: 2}),  # a key that is not a str
+    ((1,), {"é": 2}),
+    (("x" * 40,), {}),  # the budget: 3 * 8 + 8 + 40 = 72 bytes
+    (("x" * 41,), {}),
+    ((1, 2, 3, 4), {}),  # the item cap: 2 + 4 items
+    ((1, 2, 3, 4, 5), {}),
+]
+
+
+def _outcome(fn):
+    try:
+        return "ok", fn()
+    except plain.PlainError as exc:
+        return "error", str(exc)
+
+
+@pytest.mark.parametrize("args, kwargs", CALLS)
+def test_a_call_s_arguments_copy_as_the_pair_of_them_would(args, kwargs):
+    """copy_call's short way for calls of scalars gives what copy() gives for [args, kwargs]:
+    the same copy (types exact, tuples as lists), or the same error, within the same size
+    and item budgets."""
+    long = _outcome(lambda: plain.copy([list(args), kwargs], "the call", 72, max_items=6))
+    short = _outcome(lambda: plain.copy_call(args, kwargs, "the call", 72, max_items=6))
+    assert short == long
+    if short[0] == "ok":
+        copied_args, copied_kwargs = short[1]
+        assert type(copied_args) is list and copied_kwargs is not kwargs
+        assert all(type(v) is not Text for v in copied_args)
+
+
+@pytest.mark.parametrize("value", [0, 2**64 - 1, "text", b"\x01", 1.5, True, None])
+def test_a_scalar_copies_as_itself_within_its_budget(value):
+    assert plain.copy(value, "v", 64) is value
+    with pytest.raises(plain.PlainError, match="larger than"):
+        plain.copy(value if type(value) in (str, bytes) else [value] * 8, "v", 7)

@@ -164,3 +164,74 @@ def test_max_frame_follows_the_policys_value_limit():
     buf.feed(struct.pack(">I", 2 << 20))
     with pytest.raises(protocol.ProtocolError, match="outside"):
         list(buf.frames())
+
+
+@pytest.mark.parametrize("kind", ["map of empty maps", "array of empty maps"])
+def test_a_body_encode_need_not_scan_cannot_break_the_cost_cap(kind):
+    """encode() scans only bodies over SCAN_FREE bytes: one that size at the costliest the
+    scan counts (empty maps as a map's keys and values, or as an array's items) must pass."""
+    n = protocol.SCAN_FREE
+    if kind == "map of empty maps":
+        items = (n - 3) // 2
+        body = b"\xde" + items.to_bytes(2, "big") + b"\x80" * (2 * items)
+    else:
+        body = b"\xdc" + (n - 3).to_bytes(2, "big") + b"\x80" * (n - 3)
+    assert len(body) <= n
+    protocol.scan(body)
+    with pytest.raises(protocol.ProtocolError, match="60 times its size"):
+        protocol.scan(b"\xdc" + (4 * n).to_bytes(2, "big") + b"\x80" * (4 * n))
+
+
+def test_a_trusted_frame_is_still_checked_against_its_schema():
+    body = protocol.encode({"t": "return", "seq": 1, "ok": True, "value": 1, "error": None})[4:]
+    with pytest.raises(protocol.ProtocolError, match="wrong keys"):
+        protocol.decode(body, ("return",), trusted=True)
+
+
+class _Peer:
+    """A poll function: its answer comes after ZEROS polls without a timeout (None: never
+    while spinning); a poll with a timeout (asleep) always finds it."""
+
+    def __init__(self, zeros):
+        self.zeros, self.spun, self.slept = zeros, 0, 0
+
+    def __call__(self, timeout_ms):
+        if timeout_ms == 0:
+            self.spun += 1
+            return [(3, 1)] if self.zeros is not None and self.spun > self.zeros else []
+        self.slept += 1
+        return [(3, 1)]
+
+
+def test_a_spin_that_catches_its_answer_keeps_spinning():
+    spin = protocol.Spin()
+    for _ in range(3):
+        peer = _Peer(zeros=2)
+        assert spin.poll(peer, 1000) == [(3, 1)]
+        assert peer.spun == 3 and peer.slept == 0
+
+
+def test_spins_that_come_up_empty_back_off_and_a_catch_ends_the_back_off():
+    spin = protocol.Spin()
+    pattern = []  # per wait: spun (True) or slept at once (False)
+    for _ in range(1 + 1 + 1 + 2 + 1 + 4 + 1):
+        peer = _Peer(zeros=None)
+        assert spin.poll(peer, 1000) == [(3, 1)] and peer.slept == 1
+        pattern.append(peer.spun > 0)
+    assert pattern == [True, False, True, False, False, True] + [False] * 4 + [True]
+    for _ in range(protocol.SPIN_BACKOFF_MAX + 1):  # the next spin catches its answer
+        peer = _Peer(zeros=0)
+        spin.poll(peer, 1000)
+        if peer.spun:
+            break
+    assert peer.slept == 0 and spin.skip == 0 and spin.backoff == 0
+    peer = _Peer(zeros=0)
+    spin.poll(peer, 1000)
+    assert peer.spun == 1 and peer.slept == 0  # spinning at every wait again
+
+
+def test_the_back_off_is_capped():
+    spin = protocol.Spin()
+    for _ in range(400):
+        spin.poll(_Peer(zeros=None), 1000)
+    assert spin.backoff == protocol.SPIN_BACKOFF_MAX

@@ -77,7 +77,9 @@ def test_end_of_file_with_nothing_pending(channel):
     [
         (b"\0\0\0\0", "outside"),  # a zero length
         (b"\xff\xff\xff\xff", "outside"),  # beyond the frame cap
-        (b"\0\0\0\x03\x93\x01\x02", "announces 3 items"),  # more items than the frame holds
+        # more items than the frame holds (the child does not scan what the controller wrote:
+        # msgpack finds the frame cut short)
+        (b"\0\0\0\x03\x93\x01\x02", "incomplete input"),
         (protocol.encode(protocol.make_ready(1)), "unexpected"),  # not a frame the child takes
     ],
 )

@@ -7,7 +7,10 @@ remove, and how much waiting costs. Both sides are Python processes (as the jail
 controller are), unpinned, with nothing between the read and the write: a pipe with each
 side asleep in `read`; an eventfd pair, asleep; a pipe with each side spinning on a
 non-blocking read (how a call crosses while both sides spin); a shared-memory flag both
-sides spin on (no system call: the cost of moving a cache line, and of Python's loop).
+sides spin on (no system call: the cost of moving a cache line, and of Python's loop);
+and the pipe again carrying a real `call` frame and its `return`, encoded and decoded
+as the child and the controller do (the controller's decoding strict), both spinning:
+a host tool call with nothing of the kit, the trace or the program in it.
 A namespace changes none of this (a pipe into a jail is the same pipe), so the peer is a
 plain forked process.
 """
@@ -19,8 +22,10 @@ import os
 import statistics
 import time
 
+from lackjail import protocol
 from lackjail.bench.figures import (
     CROSS_EVENTFD,
+    CROSS_FRAMED,
     CROSS_PIPE_SLEEP,
     CROSS_PIPE_SPIN,
     CROSS_SHM_SPIN,
@@ -38,7 +43,7 @@ def _pipe_peer(rfd, wfd):
             data = os.read(rfd, 1)
         except BlockingIOError:  # the spinning variant
             continue
-        if data in (b"", b"q"):
+        if data in (b"", b"\0"):
             return
         os.write(wfd, data)
 
@@ -50,6 +55,43 @@ def _pipe_trip(rfd, wfd):
             return os.read(rfd, 1)
         except BlockingIOError:
             continue
+
+
+def _read_frame(rfd, buf, expect, trusted):
+    """The next frame on RFD (non-blocking), spinning until it is there."""
+    while True:
+        frame = next(buf.frames(expect), None)
+        if frame is not None:
+            return frame
+        try:
+            buf.feed(os.read(rfd, 1 << 16))
+        except BlockingIOError:
+            continue
+
+
+def _framed_peer(rfd, wfd):
+    """The controller's side: a strictly decoded `call`, answered with a `return`."""
+    buf = protocol.FrameBuffer()
+    while True:
+        try:
+            call = _read_frame(rfd, buf, ("call",), trusted=False)
+        except protocol.ProtocolError:  # the host's stop
+            return
+        answer = protocol.make_return(call["seq"], True, call["args"][0], None, None)
+        os.write(wfd, protocol.encode(answer))
+
+
+class _FramedTrip:
+    """The child's side: a `call` frame out, its `return` in (decoded as the child does)."""
+
+    def __init__(self):
+        self.seq = 0
+        self.buf = protocol.FrameBuffer(trusted=True)
+
+    def __call__(self, rfd, wfd):
+        self.seq += 1
+        os.write(wfd, protocol.encode(protocol.make_call(self.seq, "echo", [self.seq], {})))
+        _read_frame(rfd, self.buf, ("return",), trusted=True)
 
 
 def _eventfd_peer(rfd, wfd):
@@ -109,18 +151,18 @@ def _median_trip(n, trip, peer, host_ends, peer_ends, stop) -> float:
     return statistics.median(samples[WARM:] or samples)
 
 
-def _pipes(n, blocking) -> float:
+def _pipes(n, blocking, trip=_pipe_trip, peer=_pipe_peer) -> float:
     to_r, to_w = os.pipe()
     back_r, back_w = os.pipe()
     for fd in (to_r, back_r):
         os.set_blocking(fd, blocking)
 
     def stop():
-        os.write(to_w, b"q")
+        os.write(to_w, b"\0\0\0\0q")  # a byte for the bare peer, a bad frame for the framed one
         for fd in (to_r, to_w, back_r, back_w):
             os.close(fd)
 
-    return _median_trip(n, _pipe_trip, _pipe_peer, (back_r, to_w), (to_r, back_w), stop)
+    return _median_trip(n, trip, peer, (back_r, to_w), (to_r, back_w), stop)
 
 
 def _eventfds(n) -> float:
@@ -149,6 +191,7 @@ def crossing_figures(n=2000) -> Figures:
     figures = Figures()
     figures[CROSS_PIPE_SLEEP] = _pipes(n, blocking=True)
     figures[CROSS_PIPE_SPIN] = _pipes(n, blocking=False)
+    figures[CROSS_FRAMED] = _pipes(n, blocking=False, trip=_FramedTrip(), peer=_framed_peer)
     figures[CROSS_EVENTFD] = _eventfds(n)
     if (os.cpu_count() or 1) > 1:  # two spinners on one CPU would only take turns
         figures[CROSS_SHM_SPIN] = _shared_flag(n)

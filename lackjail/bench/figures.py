@@ -35,6 +35,10 @@ BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 # the crossing floor (crossing.py): one round trip between two processes, by how each waits
 CROSS_PIPE_SLEEP = "crossing: pipe, both asleep in read (median us per round trip)"
 CROSS_PIPE_SPIN = "crossing: pipe, both spinning on a non-blocking read (median us per round trip)"
+CROSS_FRAMED = (
+    "crossing: a call frame and its return over a pipe, encoded and decoded, both spinning "
+    "(median us per round trip)"
+)
 CROSS_EVENTFD = "crossing: eventfd, both asleep (median us per round trip)"
 CROSS_SHM_SPIN = "crossing: shared-memory flag, both spinning (median us per round trip)"
 HANDOFF = "pipe round trip between two processes on two CPUs (median us)"
@@ -47,8 +51,10 @@ LEAN_FORK_RPS = "lean floor: fork per request, 2 workers (runs/s)"
 LEAN_WARM_CHILD = "lean floor: forked-ahead warm child p50, spares ready (us)"
 LEAN_REUSE_RPS = "lean floor: persistent jailed worker, 2 clients (runs/s)"
 LEAN_REUSE_US = "lean floor: persistent jailed worker p50 (us)"
-# the command line, end to end (startup.py)
-CLI_RUN = "lackjail run of a trivial program, end to end (ms)"
+# the command line, end to end (startup.py): as a user meets it (the user's server answers),
+# and in its own process (no server: a first command, or LACKJAIL_SERVER=0)
+CLI_RUN = "lackjail run of a trivial program, end to end, server running (ms)"
+CLI_RUN_ALONE = "lackjail run of a trivial program, in its own process, no server (ms)"
 BARE_START = "bare interpreter start, python -I -S -c pass (ms)"
 # the workers sweep (--workers): throughput by worker count
 SWEEP_FRESH = "workers={}: fresh throughput, Jail.map (runs/s)"

@@ -48,6 +48,10 @@ COMMANDS = {
     ),
     "gate": ("lackjail.cli.gate:gate", "Check lackpy programs for CI (and with --run, run each)."),
     "serve": ("lackjail.cli.serve:serve", "Serve lackjail to an MCP client."),
+    "server": (
+        "lackjail.cli.server:server",
+        "The resident server that `lackjail run` hands its commands to (status, stop).",
+    ),
     "doctor": ("lackjail.cli.doctor:doctor", "Check what this host supports for jails, and why."),
     "bench": ("lackjail.cli.bench:bench", "Measure validation, jailed runs, throughput and RSS."),
     "batch": ("lackjail.cli.batch:batch", "Run a JSONL file of programs; one result line per id."),

@@ -23,6 +23,15 @@ def plain_copy(value, what: str, max_size: int):
         raise ToolCallError(str(exc)) from None
 
 
+def plain_call(args, kwargs: dict, what: str, max_size: int) -> list:
+    """[args, kwargs], fresh plain copies of a call's arguments (as plain_copy([list(ARGS),
+    KWARGS]) makes them), or ToolCallError naming WHAT and where."""
+    try:
+        return plain.copy_call(args, kwargs, what, max_size, max_items=CALL_MAX_ITEMS)
+    except plain.PlainError as exc:
+        raise ToolCallError(str(exc)) from None
+
+
 def display(value, width: int = 80, depth: int = 0, quote: bool = True):
     """A short plain rendering of VALUE for traces, prompts and messages: long strings and
     containers are cut, bytes summarized. Strings are repr()'d (QUOTE, for messages) or kept

@@ -322,13 +322,22 @@ class JailProcess:
                 self.drop(child)
         return None
 
-    def wait_ready_child(self, deadline: float, modules=()) -> Child:
+    def take_unready(self, modules=()) -> Child | None:
+        """The child adopted first that has MODULES loaded and has not said `ready` yet (it
+        is still warming up or confining itself), if any."""
+        for child in self.children.values():
+            if not child.ready and child.done is None and self.covers(child, modules):
+                return child
+        return None
+
+    def wait_ready_child(self, deadline: float, modules=(), unready: bool = False) -> Child:
         """The ready child adopted first that has MODULES (the python level's facade
         modules) loaded; the zygote loads those it lacks first. Waits for one until
         DEADLINE. One poll of `watch_fds` says what there is to read (the first does not
-        sleep): no read is made on the chance that something is there. JailDied when the
-        jail has ended (`alive` then says so), could not load MODULES or had no child ready
-        in time."""
+        sleep): no read is made on the chance that something is there. With UNREADY, a
+        child not ready yet is taken rather than waited for (its run is written at once and
+        read once the child is confined: `run.Run`). JailDied when the jail has ended
+        (`alive` then says so), could not load MODULES or had no child ready in time."""
         if not self.modules.issuperset(modules):
             self.load(modules, deadline)
         timeout_ms = 0.0
@@ -336,7 +345,7 @@ class JailProcess:
             self.pump({fd for fd, _ in self._watcher().poll(timeout_ms)})
             if not self.alive:
                 raise JailDied("the jail exited")
-            child = self.take_ready(modules)
+            child = self.take_ready(modules) or (self.take_unready(modules) if unready else None)
             if child is not None:
                 return child
             timeout_ms = (deadline - time.monotonic()) * 1000

@@ -505,22 +505,35 @@ class Pool:
         """
         limits = limits or self.limits
         wall = limits.wall_s
-        try:
-            jail, child = self._borrow_ready(
-                self.policy.pool.start_timeout_s, wall, request.modules
-            )
-        except (JailDied, protocol.ProtocolError) as exc:
-            return Outcome(
-                "killed", errors=[{"message": f"the jail died before the run: {exc}"}], retire=True
-            )
-        retire = True
-        try:
-            run = Run(jail, child, request, tool_handler, on_output, limits, self.runs_per_child)
-            outcome = run.execute(wall, self.policy.pool.kill_grace_s)
-            retire = outcome.retire
-            return outcome
-        finally:
-            self._give_back(jail, retire)
+        # A run may be written to a child that has not said `ready` yet rather than wait for
+        # one: it reads the run once confined (no `ready` to wait for, no sleep on either
+        # side, and a child that finds its run waiting skips its warm-up). Not when the run
+        # lowers the memory limit: the zygote sets that on a child that is confined already.
+        # A child that ends before it is ready never read the run: it goes to a ready child.
+        unready = limits.memory_mb >= self.limits.memory_mb
+        while True:
+            try:
+                jail, child = self._borrow_ready(
+                    self.policy.pool.start_timeout_s, wall, request.modules, unready
+                )
+            except (JailDied, protocol.ProtocolError) as exc:
+                return Outcome(
+                    "killed",
+                    errors=[{"message": f"the jail died before the run: {exc}"}],
+                    retire=True,
+                )
+            retire = True
+            try:
+                run = Run(
+                    jail, child, request, tool_handler, on_output, limits, self.runs_per_child
+                )
+                outcome = run.execute(wall, self.policy.pool.kill_grace_s)
+                retire = outcome.retire
+            finally:
+                self._give_back(jail, retire)
+            if not (outcome.unstarted and unready):
+                return outcome
+            unready = False
 
     def session_jail(self) -> SessionJail:
         """A jail of its own for one session, outside the pool's lending: its zygote keeps one
@@ -550,18 +563,20 @@ class Pool:
         return jails.take()
 
     def _borrow_ready(
-        self, start_timeout: float, wall: float, modules=()
+        self, start_timeout: float, wall: float, modules=(), unready: bool = False
     ) -> tuple[JailProcess, Child]:
         """A jail lent to this run and its ready child, which has MODULES (the python level's
-        facade modules) loaded. A jail found ended is retired and another borrowed, up to
-        N+1 times (nothing of the run reached it); a jail that breaks the protocol, cannot
-        load MODULES or has no child ready in time fails the run (JailDied, ProtocolError)."""
+        facade modules) loaded (with UNREADY, a child not ready yet where none is). A jail
+        found ended is retired and another borrowed, up to N+1 times (nothing of the run
+        reached it); a jail that breaks the protocol, cannot load MODULES or has no child
+        ready in time fails the run (JailDied, ProtocolError)."""
         attempts = self.size + 1
         while True:
             attempts -= 1
             jail = self._borrow(start_timeout + wall, modules)
             try:
-                return jail, jail.wait_ready_child(time.monotonic() + start_timeout, modules)
+                deadline = time.monotonic() + start_timeout
+                return jail, jail.wait_ready_child(deadline, modules, unready)
             except (JailDied, protocol.ProtocolError):
                 self._give_back(jail, retire=True)
                 if jail.alive or not attempts:

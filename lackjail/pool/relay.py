@@ -57,6 +57,10 @@ class Watch:
             self._abandon = None
         return abandon
 
+    def armed(self) -> bool:
+        """Is a tool running now (from its arm to its disarm, or until it is taken)?"""
+        return self._abandon is not None
+
     def wait_s(self) -> float:
         """How long the watcher may sleep before it looks again."""
         left = self._deadline - time.monotonic() if self._abandon is not None else POLL_S

@@ -26,6 +26,7 @@ SIGNAL_VERDICTS = {
     signal.SIGSYS: ("denied", "the program made a forbidden system call and was killed by seccomp"),
 }
 RUN_FRAMES = ("output", "call", "result")
+UNREADY_FRAMES = ("ready", *RUN_FRAMES)  # a child lent before it said `ready` says it first
 OUTPUT_SLACK = 65536  # output beyond the cap the jail may send before the controller kills it
 MAX_ERRORS = 1000
 ERROR_KEYS = ("message", "line", "col", "traceback", "traceback_omitted")
@@ -57,6 +58,8 @@ class Outcome:
     cpu_ms: float = 0.0
     max_rss_kb: int = 0
     retire: bool = False  # the jail must not serve another run
+    # the child ended before it said `ready`: it never read the request, which another may run
+    unstarted: bool = False
 
 
 def _msg(text: str) -> dict:
@@ -87,7 +90,13 @@ class Run:
         # calls be served by a relay thread (relay.py); None: each call goes through the handler
         self._inline = getattr(tool_handler, "inline", None)
         self._watch: relay.Watch | None = None  # set while a relay thread serves the run
+        self._revoked = False  # the caller was interrupted: the relay must let the run go
+        self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
+        # lent before it said `ready` (still warming up or confining itself): the request
+        # waits in its channel, which it reads only once confined, after its `ready`
+        self.unready = not child.ready
+        self.expect = UNREADY_FRAMES if self.unready else RUN_FRAMES
         self.cancelled = False
         # why answers can no longer reach the child (it closed its end); what it already wrote
         # is still read, and a result among it still counts
@@ -120,20 +129,31 @@ class Run:
                 r.session,
                 r.seed,
             )
-            self._write(protocol.encode(frame), deadline)
+            try:
+                self._write(protocol.encode(frame), deadline)
+            except JailDied:
+                if not self.unready:
+                    raise
+                # it ended before it was confined: the loop reads its end and the zygote's report
             outcome = self._loop(run_id, deadline, wall_s, kill_grace)
         except protocol.ProtocolError as exc:
             outcome = Outcome(
                 "error", errors=[_msg(f"the jail broke the protocol: {exc}")], retire=True
             )
         except JailDied as exc:
-            outcome = (
-                self._timeout(wall_s)
-                if self.cancelled
-                else Outcome(
+            if self.cancelled:
+                outcome = self._timeout(wall_s)
+            elif self.unready:
+                outcome = Outcome(
+                    "killed",
+                    errors=[_msg(f"the jail ended before its child was ready ({exc})")],
+                    retire=True,
+                    unstarted=True,
+                )
+            else:
+                outcome = Outcome(
                     "killed", errors=[_msg(f"the jail ended during the run ({exc})")], retire=True
                 )
-            )
         if self.verdict:  # a tool stop wins even if the jail says ok (one layer need not hold)
             outcome.status, message = self.verdict
             outcome.errors = [_msg(message or outcome.status)]
@@ -165,6 +185,9 @@ class Run:
             raise JailDied("the zygote did not set the child's memory limit for the run")
 
     def _timeout(self, wall_s: float) -> Outcome:
+        if self.unready:  # the program never ran: not its timeout
+            why = f"the jail's child was not ready within the wall-clock limit of {wall_s:g} s"
+            return Outcome("killed", errors=[_msg(why)], retire=True)
         return Outcome(
             "timeout", errors=[_msg(f"wall-clock limit of {wall_s:g} s exceeded")], retire=True
         )
@@ -199,10 +222,14 @@ class Run:
         jail, child = self.jail, self.child
         poller = self._poller
         while True:
+            if self._revoked:
+                raise _Abandoned
             while child.frames:
                 frame = child.frames.pop(0)
                 kind = frame["t"]
-                if kind == "output":
+                if self.unready:
+                    self._ready(frame)
+                elif kind == "output":
                     self._output_budget -= len(frame["text"])
                     if self._output_budget < 0:
                         return Outcome(
@@ -218,11 +245,13 @@ class Run:
                         return self._relay(run_id, deadline, wall_s, kill_grace)
                     self._answer(frame, deadline)
                     self._spin = True
-                else:
+                elif kind == "result":
                     return self._finished(frame, run_id)
+                else:  # a second `ready`, decoded among the frames that followed the first
+                    raise protocol.ProtocolError("a child said 'ready' during its run")
             if self._child_open and (child.done is not None or self._jail_gone):
                 # the child (or its zygote) ended: what it wrote is in the pipe now
-                while child.pump(RUN_FRAMES):
+                while child.pump(self.expect):
                     pass
                 self._child_open = False
                 poller.unregister(child.run_out)
@@ -242,11 +271,18 @@ class Run:
                 jail.send_ctrl(protocol.make_cancel(child.gen))
                 self.cancelled, self._until = True, time.monotonic() + kill_grace
                 continue
-            events = _spin(poller) if self._spin else None
+            if self._watch is not None:  # a relay looks at `_revoked` at least this often
+                timeout = min(timeout, relay.POLL_S)
+            if self._spin:  # after a tool call: the program usually calls again or ends soon
+                events = self._spinner.poll(poller.poll, timeout * 1000)
+            else:  # programs compute: a spin would take the CPU they need
+                events = poller.poll(timeout * 1000)
             self._spin = False
-            for fd, _ in events or poller.poll(timeout * 1000):
+            if self._revoked:
+                raise _Abandoned
+            for fd, _ in events:
                 if fd == child.run_out:
-                    if self._child_open and child.pump(RUN_FRAMES) is False:
+                    if self._child_open and child.pump(self.expect) is False:
                         self._child_open = False
                         poller.unregister(child.run_out)
                         child.poller = None
@@ -264,31 +300,52 @@ class Run:
                     poller.unregister(jail.ctrl.fileno())
                     child.poller = None
 
+    def _ready(self, frame: dict) -> None:
+        """The first frame of a child lent before it was ready: its `ready`, and nothing else.
+        What follows it in the same read was decoded as one of UNREADY_FRAMES: a second
+        `ready` among it is refused where it is handled (as an unexpected frame)."""
+        if frame["t"] != "ready" or frame["gen"] != self.child.gen:
+            raise protocol.ProtocolError("a child lent before it was ready did not say so first")
+        self.unready, self.expect = False, RUN_FRAMES
+
     def _relay(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
         """Serve the rest of the run on a relay thread, which runs each tool inline, and
         watch it from here: a tool still running at its deadline is taken from it, its call
         answered with the timeout, and the run served on from this thread (relay.py)."""
         watch = self._watch = relay.Watch()
-        done = threading.Event()
+        done, left = threading.Event(), threading.Event()
         box: dict = {}
 
         def serve():
             try:
                 box["outcome"] = self._serve(run_id, deadline, wall_s, kill_grace)
+                done.set()
             except _Abandoned:
-                return  # the watcher serves the run now: nothing here is ours any more
+                pass  # the watcher serves the run now, or no one: nothing here is ours any more
             except BaseException as exc:  # raised where the run was asked for
                 box["error"] = exc
-            done.set()
+                done.set()
+            finally:
+                left.set()
 
         relay.submit(serve)
-        while not done.wait(watch.wait_s()):
-            abandon = watch.take()
-            if abandon is not None:
-                self._watch = None
-                self._reply(self._calling, abandon(), deadline)
-                self._spin = True
-                return self._serve(run_id, deadline, wall_s, kill_grace)
+        try:
+            while not done.wait(watch.wait_s()):
+                abandon = watch.take()
+                if abandon is not None:
+                    self._watch = None
+                    self._reply(self._calling, abandon(), deadline)
+                    self._spin = True
+                    return self._serve(run_id, deadline, wall_s, kill_grace)
+        except BaseException:
+            # Interrupted here (KeyboardInterrupt): the jail is retired once this raises, its
+            # descriptors closed and their numbers free for any other open. The relay lets go
+            # first: it stops at its next look (POLL_S at most), or is inside a tool, after
+            # which it touches nothing of the run.
+            self._revoked = True
+            while not left.wait(relay.POLL_S) and not watch.armed():
+                pass
+            raise
         if "error" in box:
             raise box["error"]
         return box["outcome"]
@@ -302,7 +359,7 @@ class Run:
         elif self._watch is not None:
             args = (call["tool"], call["args"], call["kwargs"], deadline, self._watch)
             out = self._inline(*args)
-            if out is None:
+            if out is None or self._revoked:
                 raise _Abandoned
         else:
             out = self.tool_handler(call["tool"], call["args"], call["kwargs"], deadline)
@@ -343,6 +400,9 @@ class Run:
     def _died(self, done: dict, wall_s: float) -> Outcome:
         """The child ended without a result: the zygote's report says how."""
         sig, code = done["signal"], done["code"]
+        if self.unready and not self.cancelled:  # before it was confined: it never read the run
+            why = f"the jail's child ended before it was ready (exit code {code}, signal {sig})"
+            return Outcome("killed", errors=[_msg(why)], unstarted=True)
         if self.cancelled:
             status, message = "timeout", f"wall-clock limit of {wall_s:g} s exceeded"
         elif sig in SIGNAL_VERDICTS:
@@ -356,18 +416,6 @@ class Run:
         return Outcome(
             status, errors=[_msg(message)], cpu_ms=round(cpu_ms, 3), max_rss_kb=done["max_rss_kb"]
         )
-
-
-def _spin(poller, spin_s: float = protocol.SPIN_S):
-    """Poll without sleeping for a moment: a program that just got a tool's answer
-    usually calls again or finishes within it, and a sleeping thread costs a
-    wake-up (hundreds of microseconds on a VM). Only after a tool call: spinning
-    while programs compute would take the CPU they need."""
-    until = time.perf_counter() + spin_s
-    while True:
-        events = poller.poll(0)
-        if events or time.perf_counter() > until:
-            return events
 
 
 def _errors_ok(errors) -> bool:

@@ -56,7 +56,32 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
     its jail's pid namespace's first process: once it has ended, every process of the jail
     has (what is left of it, a zombie, init reaps). At the weaker levels PROC is the zygote
     and its children are the jail's children, which the same steps end."""
-    children = _child_pidfds(proc.pid)
+    _kill_children(proc.pid, wait_s)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def end_tree(pid: int, wait_s: float = 10.0) -> None:
+    """`kill_and_reap` for our child PID known by its number only (a process about to exit at
+    once ends the jails it started): its children, then its process group and itself, reaped."""
+    _kill_children(pid, wait_s)
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:  # no group of its own, or gone
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _kill_children(pid: int, wait_s: float) -> None:
+    """SIGKILL PID's children and wait until they have ended (at most WAIT_S)."""
+    children = _child_pidfds(pid)
     try:
         for pidfd in children:
             try:
@@ -67,11 +92,6 @@ def kill_and_reap(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
     finally:
         for pidfd in children:
             os.close(pidfd)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def _wait_all(pidfds: list[int], deadline: float) -> None:

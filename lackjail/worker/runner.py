@@ -152,7 +152,8 @@ class Channel:
         self.fd_in, self.fd_out = fd_in, fd_out
         self._poller = select.poll()
         self._poller.register(fd_in, select.POLLIN)
-        self._buf = protocol.FrameBuffer()
+        self._buf = protocol.FrameBuffer(trusted=True)  # what the controller writes
+        self._spin = protocol.Spin()
 
     def send(self, msg):
         data = memoryview(protocol.encode(msg))
@@ -161,21 +162,18 @@ class Channel:
 
     def _read(self, spin):
         """What the channel holds now (a whole frame, usually: the controller writes each
-        in one go), after waiting for it; b'' at end of file. The spin polls without a
-        timeout: a failed read would raise, and every raise costs the run's monitor a call."""
-        poll = self._poller.poll
-        if not spin:
-            poll()
+        in one go), after waiting for it (SPIN: an answer is due: protocol.Spin); b'' at end
+        of file. No read is tried before the poll says there is something: a failed read
+        raises, and every raise costs the run's monitor a call."""
+        if spin:
+            self._spin.poll(self._poller.poll)
         else:
-            until = time.perf_counter() + protocol.SPIN_S
-            while not poll(0):
-                if time.perf_counter() > until:
-                    break
+            self._poller.poll()
         while True:
             try:
                 return os.read(self.fd_in, READ_SIZE)
             except BlockingIOError:
-                poll()
+                self._poller.poll()
 
     def recv(self, expect, spin=False):
         """The next frame, one of EXPECT; EOFError when the controller closed the channel."""
@@ -288,7 +286,7 @@ def wire_value(value, max_size):
 def wire_args(args, kwargs, max_size):
     """A tool call's arguments as plain data; TypeError (the program's error) otherwise."""
     try:
-        return plain.copy([list(args), kwargs], "the arguments", max_size)
+        return plain.copy_call(args, kwargs, "the arguments", max_size)
     except plain.PlainError as exc:
         if exc.kind == "limit":
             raise Stop("limit", str(exc)) from None
@@ -741,7 +739,7 @@ def warm_up(limits, program=WARM_UP, language="lackpy"):
     one-run child's, whose verdicts are not kept."""
     main = sys.modules.get("__main__")
     once = {**limits, "runs_per_child": 1}
-    received = protocol.FrameBuffer()  # the run frame as the channel takes it in
+    received = protocol.FrameBuffer(trusted=True)  # the run frame as the channel takes it in
     received.feed(protocol.encode(protocol.make_run("warm", program, {}, [], {}, language)))
     run_one(_Sink, next(received.frames(("run",))), once)
     if main is not None:

@@ -15,7 +15,8 @@ of its own (two fresh pipes), whose controller ends travel to the controller
 with the `spawned` frame (SCM_RIGHTS); the zygote keeps no end, so nothing a
 child writes can reach another child's run, and the controller sees end of
 file when the child is gone. When a child ends the zygote reports how
-(`done`) and forks the next. On the control channel it answers `ping`, kills
+(`done`, sent with the next child's `spawned`: one message, one read for the
+controller) and forks the next. On the control channel it answers `ping`, kills
 a child on `cancel`, loads the python level's facade modules on `load` (the
 children forked before are retired: each `spawned` says how many loads its
 child's modules reflect), and exits on `stop` or end of file.
@@ -28,7 +29,6 @@ import _ast  # the node classes: ast.py would bring re, enum and contextlib
 import _frozen_importlib_external  # importlib.machinery would bring importlib and warnings
 import _signal as signal  # signal.py would add its enums: only its constants are used here
 import _socket  # socket.py would add selectors, array and enum's extras to every child
-import fcntl
 import gc
 import os
 import resource
@@ -61,13 +61,17 @@ def child(cfg, flt, gen, run_in, run_out):
     (the jail's log) where it still can; untrusted code never runs unconfined.
     """
     try:
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (run_in, run_out)]
-        os.dup2(high[0], RUN_IN)
-        os.dup2(high[1], RUN_OUT)
+        # through two numbers above both ends, so that neither is closed under the other
+        top = max(run_in, run_out) + 1
+        os.dup2(run_in, top)
+        os.dup2(run_out, top + 1)
+        os.dup2(top, RUN_IN)
+        os.dup2(top + 1, RUN_OUT)
         os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
         os.close(0)  # the control socket is the zygote's alone
         os.close(1)
-        runner.warm_up(cfg, runner.CHILD_WARM_UP)
+        if not run_waiting():
+            runner.warm_up(cfg, runner.CHILD_WARM_UP)
         facades.reseed()
         no_lazy_imports()
         no_file_opens()
@@ -85,6 +89,16 @@ def child(cfg, flt, gen, run_in, run_out):
     except BaseException:
         os._exit(71)
     os._exit(0)
+
+
+def run_waiting() -> bool:
+    """Is a run in the channel already? The controller writes one to a child that has not
+    said `ready` when it has none ready (runs queue): the warm-up, which only readies a
+    spare for a run to come, would then hold that run back. The run is read, as always,
+    only once the child is confined."""
+    poller = select.poll()
+    poller.register(RUN_IN, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def say_why(exc: BaseException) -> None:
@@ -106,12 +120,14 @@ class Zygote:
         self.ctrl = _socket.socket(fileno=CTRL)
         self.children = {}  # pidfd -> (pid, gen)
         self.gen = 0
+        self.ended = []  # `done` frames not sent yet: they go with the next `spawned`
         self.loads = 0  # loads that added facade modules: a child's module set, by number
         self.poller = select.poll()
         self.poller.register(CTRL, select.POLLIN)
 
     def send(self, msg, fds=()):
-        data = protocol.encode(msg)
+        data = b"".join([*self.ended, protocol.encode(msg)])
+        self.ended = []
         if fds:
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
             sent = self.ctrl.sendmsg([data], rights)
@@ -126,7 +142,7 @@ class Zygote:
         # controller need not change them; the child's RUN_OUT blocks while the pipe is full.
         in_r, in_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         out_r, out_w = os.pipe()
-        fcntl.fcntl(out_r, fcntl.F_SETFL, os.O_NONBLOCK)
+        os.set_blocking(out_r, False)
         pid = os.fork()
         if pid == 0:
             child(self.cfg, self.flt, self.gen, in_r, out_w)
@@ -144,15 +160,24 @@ class Zygote:
         self.poller.unregister(pidfd)
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
-        self.send(
-            protocol.make_done(
-                gen,
-                os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                round((usage.ru_utime + usage.ru_stime) * 1000, 3),
-                usage.ru_maxrss,
+        self.ended.append(
+            protocol.encode(
+                protocol.make_done(
+                    gen,
+                    os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                    os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                    round((usage.ru_utime + usage.ru_stime) * 1000, 3),
+                    usage.ru_maxrss,
+                )
             )
         )
+
+    def flush(self):
+        """Send the `done` frames no `spawned` took along (before the zygote sleeps)."""
+        if self.ended:
+            data = b"".join(self.ended)
+            self.ended = []
+            self.ctrl.sendall(data)
 
     def command(self):
         """Answer one control frame; False when the zygote must exit."""
@@ -234,7 +259,10 @@ class Zygote:
 
     def answer(self, timeout=None) -> bool:
         """Reap the children that ended and answer control frames, waiting for one up to
-        TIMEOUT seconds (None: for ever); False when the zygote must exit."""
+        TIMEOUT seconds (None: for ever); False when the zygote must exit. A child reaped
+        here is reported with the next `spawned` (the serve loop forks at once), or before
+        the next wait."""
+        self.flush()
         for fd, _ in self.poller.poll(None if timeout is None else timeout * 1000):
             if fd in self.children:
                 self.reap(fd)

@@ -19,18 +19,16 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import stat
 import weakref
 
 from lackjail.errors import InputError
+from lackjail.workspace.hostdir import DIR_FLAGS, MAX_LINKS, open_host_dir
 
 SYS_OPENAT2 = 437  # the same number on every architecture
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
-MAX_LINKS = 40  # symlinks followed while resolving one path, as the kernel's own limit
-DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class Escape(InputError, OSError):
@@ -97,66 +95,6 @@ def _walk_open(dirfd: int, parts: list[str], flags: int, mode: int) -> int:
     finally:
         if owned:
             os.close(current)
-
-
-def _trusted_link(info: os.stat_result) -> bool:
-    """A symlink only root or we could have made: a user cannot make it name something else."""
-    return info.st_uid in (0, os.geteuid())
-
-
-def open_host_dir(path: str, last_link: bool = False, folder: bool = True) -> tuple[int, str]:
-    """(O_PATH descriptor, real path) of the host folder PATH, walked from `/` one component at
-    a time, each opened O_NOFOLLOW beneath the one before. A symlink on the way is followed only
-    when root or we own it (a user's link could name /etc); the last component may be one only
-    with LAST_LINK. What the descriptor holds is what the walk reached, whatever is renamed or
-    swapped afterwards; a folder unless FOLDER is false. OSError: ELOOP names the symlink
-    refused."""
-    if "\x00" in path:
-        raise OSError(errno.EINVAL, "the path holds a NUL byte")
-    todo = [p for p in reversed(os.path.abspath(path).split("/")) if p not in ("", ".")]
-    stack, names, links = [os.open("/", DIR_FLAGS)], [], 0
-    try:
-        while todo:
-            part = todo.pop()
-            if part == "..":
-                if len(stack) > 1:
-                    os.close(stack.pop())
-                    names.pop()
-                continue
-            fd = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=stack[-1])
-            info = os.fstat(fd)
-            if stat.S_ISLNK(info.st_mode):
-                try:
-                    shown = "/" + "/".join([*names, part])
-                    if not todo and not last_link:
-                        raise OSError(errno.ELOOP, f"{shown} is a symlink; pass the real folder")
-                    if not _trusted_link(info):
-                        raise OSError(
-                            errno.ELOOP,
-                            f"{shown} is a symlink another user owns (uid {info.st_uid}); "
-                            "pass the real path",
-                        )
-                    links += 1
-                    if links > MAX_LINKS:
-                        raise OSError(errno.ELOOP, f"{shown}: too many symlinks")
-                    target = os.readlink("", dir_fd=fd)  # the link this descriptor holds
-                finally:
-                    os.close(fd)
-                if target.startswith("/"):
-                    while len(stack) > 1:
-                        os.close(stack.pop())
-                    names = []
-                todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
-                continue
-            stack.append(fd)
-            names.append(part)
-            if not stat.S_ISDIR(info.st_mode) and (todo or folder):
-                raise OSError(errno.ENOTDIR, f"/{'/'.join(names)} is not a folder")
-        result = stack.pop()
-        return result, "/" + "/".join(names)
-    finally:
-        for fd in stack:
-            os.close(fd)
 
 
 class Tree:

@@ -27,16 +27,12 @@ import stat
 
 from lackjail.errors import KitError
 from lackjail.workspace.beneath import Tree, open_host_dir
+from lackjail.workspace.hostdir import open_at
 from lackjail.workspace.owner import Owner
 from lackjail.workspace.paths import show
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
 FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
-
-
-def open_at(dirfd: int, name: str, flags: int, mode: int = 0o600) -> int:
-    """os.open of NAME in the folder DIRFD, never through a symlink (ELOOP if NAME is one)."""
-    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dirfd)
 
 
 def reopen_regular(pathfd: int, flags: int = READ_FLAGS) -> int:

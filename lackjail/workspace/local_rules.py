@@ -28,6 +28,7 @@ import sys
 
 from lackjail.errors import ToolCallError
 from lackjail.pool.early import cache_folder
+from lackjail.server.place import folder_path as server_folder
 from lackjail.userconfig import user_config_path
 from lackjail.workspace.beneath import DIR_FLAGS as DIR
 from lackjail.workspace.commit import journal_dirs
@@ -73,13 +74,15 @@ def install_places() -> list[str]:
 
 
 def config_places() -> list[str]:
-    """The user's lackjail config folder, lackjail's state folder (commit journals) and its
-    cache folder: the next command starts the nsjail binary and configuration kept there
-    before it checks them, and takes the children's seccomp filter and mounts from it."""
+    """The user's lackjail config folder, lackjail's state folder (commit journals), its
+    cache folder (the next command starts the nsjail binary and configuration kept there
+    before it checks them, and takes the children's seccomp filter and mounts from it) and the
+    folder of the user's server (the socket `lackjail run` hands its commands to)."""
     return [
         str(user_config_path().parent),
         os.path.dirname(journal_dirs()[0]),
         cache_folder(),
+        server_folder(),
     ]
 
 

@@ -285,6 +285,7 @@ def test_bench_measures_the_floor_in_the_same_run_and_reports_each_ratio(bench_j
     for name in (bench.LEAN_FORK_RPS, bench.LEAN_WARM_CHILD, bench.LEAN_REUSE_RPS):
         assert figures[name] > 0, name
     assert figures[bench.CLI_RUN] > 0 and figures[bench.BARE_START] > 0
+    assert figures[bench.CLI_RUN_ALONE] > 0  # the command in its own process, beside
     rows = {row["figure"]: row for row in bench_json["floor_ratios"]}
     from lackjail.bench.goals import FLOORS
 

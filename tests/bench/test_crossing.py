@@ -6,7 +6,13 @@ import os
 from lackjail.bench import figures as bench
 from lackjail.bench.crossing import crossing_figures
 
-NAMES = [bench.CROSS_PIPE_SLEEP, bench.CROSS_PIPE_SPIN, bench.CROSS_EVENTFD, bench.CROSS_SHM_SPIN]
+NAMES = [
+    bench.CROSS_PIPE_SLEEP,
+    bench.CROSS_PIPE_SPIN,
+    bench.CROSS_FRAMED,
+    bench.CROSS_EVENTFD,
+    bench.CROSS_SHM_SPIN,
+]
 
 
 def test_every_way_of_waiting_gives_a_round_trip_and_leaves_no_process():

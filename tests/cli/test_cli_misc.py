@@ -17,6 +17,7 @@ SUBCOMMANDS = [
     "template",
     "gate",
     "serve",
+    "server",
     "doctor",
     "bench",
     "batch",

@@ -98,6 +98,39 @@ def test_garbage_after_a_relayed_call_is_a_protocol_error_for_the_caller(tmp_pat
     assert outcome.retire and len(handler.threads) == 1
 
 
+class Interrupting(relay.Watch):
+    """A watch whose watcher is interrupted (as by Ctrl-C) the first time it looks."""
+
+    def take(self):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_caller_raises_only_once_the_relay_let_go(tmp_path, monkeypatch):
+    """The jail is retired when the caller's exception leaves the run, its descriptors closed
+    and their numbers free for any other open: the relay must be off the channel by then."""
+    from lackjail.pool import run as run_module
+
+    monkeypatch.setattr(relay, "Watch", Interrupting)
+    served = []  # (thread, "in" or "out") of each serving of the run
+    real_serve = run_module.Run._serve
+
+    def serve(self, *args):
+        served.append((threading.current_thread(), "in"))
+        try:
+            return real_serve(self, *args)
+        finally:
+            served.append((threading.current_thread(), "out"))
+
+    monkeypatch.setattr(run_module.Run, "_serve", serve)
+    steps = [*START, ["write", [1, CALL]], ["sleep", 30]]
+    with fake_jail(tmp_path, steps) as jail:
+        with pytest.raises(KeyboardInterrupt):
+            run_on(jail, tool_handler=Inline(), tools=["t"], wall_s=30)
+        me = threading.current_thread()
+        relayed = [t for t, _ in served if t is not me]
+        assert relayed and served[-2:] == [(relayed[0], "out"), (me, "out")]
+
+
 # --- end to end, in the real jail ---------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import pytest
 from host_support import ordinary_user, session
 
 from lackjail.pool import early
+from lackjail.server import place
 from lackjail.workspace import local_rules
 from lackjail.workspace.local_rules import hooks_path
 
@@ -111,6 +112,24 @@ def test_the_cache_folder_is_protected_wherever_it_resolves(ws, monkeypatch):
         error = refused(ws, path)
         assert error and "rule 'lackjail-config'" in error, error
     assert refused(ws, "cache/other/x.json") is None
+
+
+def test_the_server_folder_is_protected_wherever_it_resolves(ws, monkeypatch):
+    """A program must not plant a socket, a lock or a symlink where the next `lackjail run`
+    looks for the user's server, when $XDG_RUNTIME_DIR lies in the workspace (and is not
+    hidden), nor in the cache folder's `server` when there is no usable runtime folder."""
+    runtime = ws / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(ws / "elsewhere"))
+    for path in ("run/lackjail/server-x.sock", f"run/lackjail/{place.LOCK}"):
+        error = refused(ws, path)
+        assert error and "rule 'lackjail-config'" in error, error
+    assert refused(ws, "run/other.txt") is None
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(ws / "cache"))
+    error = refused(ws, f"cache/lackjail/server/{place.SOCKET}")
+    assert error and "rule 'lackjail-config'" in error, error
 
 
 def test_a_config_home_reached_through_a_symlink_is_found_by_its_folder(ws, tmp_path, monkeypatch):

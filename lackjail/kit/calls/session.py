@@ -3,9 +3,12 @@
 Everything `call` receives comes out of the jail and is hostile. In order it
 checks the name (a host tool of this kit), the tool-call budget, the
 arguments (plain data, bounded, bound against the spec), the policy
-(allow/deny), and approval; then it runs the tool in a thread under its
-timeout, checks the result is plain data, merges the call's staged writes
-(verifying them), and records the trace entry itself. It never raises for
+(allow/deny), and approval; then it runs the tool under its timeout (`call`:
+on the session's tool thread; `inline`: on the calling thread, which a watcher
+may take the call from at its timeout: a run's relay, pool/relay.py), checks
+the result is plain data, merges the call's staged writes (verifying them),
+and records the trace entry itself. What the policy says of a tool is worked
+out at its first call; every check still runs on every call. It never raises for
 anything the program did: every failure is a CallOutcome with an error and,
 for a refusal or a spent budget, a verdict that ends the run.
 
@@ -26,7 +29,14 @@ from typing import Any
 
 from lackjail.errors import LimitExceeded, RunOutOfTime, ToolCallError, ToolDenied
 from lackjail.kit.calls.budget import Budget
-from lackjail.kit.plain import ARGS_MAX_SIZE, RESULT_MAX_SIZE, display, plain_copy, summarize
+from lackjail.kit.plain import (
+    ARGS_MAX_SIZE,
+    RESULT_MAX_SIZE,
+    display,
+    plain_call,
+    plain_copy,
+    summarize,
+)
 from lackjail.kit.tools.providers import ToolContext
 from lackjail.policy import load_policy
 from lackjail.workspace.protect import Protection
@@ -171,7 +181,7 @@ class ToolSession:
             raise ToolCallError(
                 f"{name}: keyword arguments must be a dict, not {type(kwargs).__name__}"
             )
-        args, kwargs = plain_copy([list(args), kwargs], f"{name}() arguments", ARGS_MAX_SIZE)
+        args, kwargs = plain_call(args, kwargs, f"{name}() arguments", ARGS_MAX_SIZE)
         entry["args"], kept = _render(args, TRACE_ARGS_CHARS)
         if kwargs:
             entry["kwargs"], used = _render(kwargs, TRACE_ARGS_CHARS - kept)

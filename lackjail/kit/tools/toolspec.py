@@ -87,8 +87,19 @@ def type_accepts(text: str, value) -> bool:
     """True when VALUE's exact type is one the declared type allows (generic parameters are not
     checked).
     """
-    bases = parse_type(text, "argument")
-    return any((kinds := TYPES[b]) is None or type(value) in kinds for b in bases)
+    kinds = _exact_types(text)
+    return kinds is None or type(value) in kinds
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact_types(text: str) -> frozenset | None:
+    """The exact types a declared type allows, worked out once per type (None: any)."""
+    kinds: set = set()
+    for base in parse_type(text, "argument"):
+        if TYPES[base] is None:
+            return None
+        kinds.update(TYPES[base])
+    return frozenset(kinds)
 
 
 @dataclass(frozen=True)
