@@ -11,6 +11,7 @@ serves the run on. A run costs two wake-ups however many calls it makes.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -69,6 +70,17 @@ class Watch:
 
 _idle: list = []  # the queues of relay threads waiting for a job
 _idle_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a forked child only the forking thread lives: the waiting relays' queues would
+    take jobs that no thread runs."""
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def submit(job) -> None:
