@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 
-MAX_IDLE = 4  # relay threads kept waiting for the next run
+MAX_IDLE = 32  # relay threads kept waiting for the next run (one per run in flight)
 POLL_S = 0.02  # how often a watching caller looks at the call its relay runs
 
 
