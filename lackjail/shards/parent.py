@@ -155,7 +155,7 @@ class Shards:
         self._live: list[Shard] = []
         self._starting: set[Shard] = set()  # replacements not yet serving
         self._restarts: list[threading.Thread] = []
-        self.size = workers
+        self.size, self.count = workers, count
         self._opening = {
             "t": "open",
             "policy": wire.policy_data(jail.policy),
