@@ -501,6 +501,8 @@ class Shards:
         """Stop every shard (each stops its jails); runs in flight end `killed`. When it
         returns, no shard process is left."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._closing.set()
             live, self._live = list(self._live), []
