@@ -47,12 +47,16 @@ class Task:
     """One run (or `wait`) sent to a shard, until its answer: what the answer is turned into,
     and who is told."""
 
-    __slots__ = ("id", "shard", "emit", "approve", "dry_run", "tools", "started", "value", "error")
-    __slots__ += ("done", "on_done", "waiting")
+    __slots__ = (
+        *("id", "shard", "emit", "approve", "dry_run", "tools", "started", "value", "error"),
+        *("done", "on_done", "waiting"),
+    )
 
     def __init__(self, emit=None, approve=None, dry_run=False, on_done=None, waiting=False):
         self.emit, self.approve, self.dry_run, self.on_done = emit, approve, dry_run, on_done
         self.waiting = waiting  # a `wait`, not a run: it finishes with True or False
+        self.id = 0  # its frames' id, once sent
+        self.shard: Shard | None = None  # the shard it was sent to
         self.tools = None  # the run's ToolSession, made at its first tool call
         self.started = time.perf_counter()
         self.value: Any = None
@@ -412,15 +416,15 @@ class Shards:
         starts fail, until one serves at this Jail's level or the Jail closes."""
         backoff = RESTART_BACKOFF_S[0]
         while True:
+            shard: Shard | None = None
             with self._lock:
                 if self._closed:
                     return
                 try:
                     shard = Shard(old.index, old.workers, self._opening)
-                except OSError:
-                    shard = None
-                else:
                     self._starting.add(shard)  # `close` stops it too
+                except OSError:
+                    pass
             if shard is not None:
                 try:
                     same = shard.opened(self._start_s + 30)["isolation"] == self.isolation
