@@ -91,6 +91,7 @@ class Run:
         self._inline = getattr(tool_handler, "inline", None)
         self._watch: relay.Watch | None = None  # set while a relay thread serves the run
         self._revoked = False  # the caller was interrupted: the relay must let the run go
+        self._calling: dict | None = None  # the call frame being answered
         self._spinner = protocol.Spin()  # how waits for the next call went, this run
         self.verdict: tuple | None = None  # a tool's (status, message): it wins
         # lent before it said `ready` (still warming up or confining itself): the request
