@@ -155,7 +155,7 @@ class Shards:
         self._live: list[Shard] = []
         self._starting: set[Shard] = set()  # replacements not yet serving
         self._restarts: list[threading.Thread] = []
-        self.size = workers
+        self.size, self.count = workers, count
         self._opening = {
             "t": "open",
             "policy": wire.policy_data(jail.policy),
@@ -501,6 +501,8 @@ class Shards:
         """Stop every shard (each stops its jails); runs in flight end `killed`. When it
         returns, no shard process is left."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._closing.set()
             live, self._live = list(self._live), []
