@@ -201,3 +201,20 @@ def test_a_tool_hung_past_the_run_s_deadline_ends_the_run_on_time(require_nsjail
             assert "deadline" in result.trace[0]["error"]
     finally:
         gate.set()
+
+
+def test_a_forked_child_starts_its_own_relays():
+    """A process forked while relay threads wait (the server forks its waiting processes)
+    has none of those threads: a job it submits must still run."""
+    import os
+
+    ran = threading.Event()
+    relay.submit(ran.set)  # a relay thread now waits in this process
+    assert ran.wait(60)
+    pid = os.fork()
+    if pid == 0:  # the child: its job runs on a relay of its own, or it exits 1
+        done = threading.Event()
+        relay.submit(done.set)
+        os._exit(0 if done.wait(60) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
