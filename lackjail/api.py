@@ -154,7 +154,7 @@ class Jail:
     @property
     def processes(self) -> int:
         """How many controller processes run this Jail's jails (1: this process alone)."""
-        return len(self.pool.pids()) if self._sharded else 1
+        return self.pool.count if self._sharded else 1
 
     @property
     def _sharded(self) -> bool:

@@ -9,8 +9,9 @@ side asleep in `read`; an eventfd pair, asleep; a pipe with each side spinning o
 non-blocking read (how a call crosses while both sides spin); a shared-memory flag both
 sides spin on (no system call: the cost of moving a cache line, and of Python's loop);
 and the pipe again carrying a real `call` frame and its `return`, encoded and decoded
-as the child and the controller do (the controller's decoding strict), both spinning:
-a host tool call with nothing of the kit, the trace or the program in it.
+as the child and the controller do (the controller's decoding strict), each side waiting
+as a call's sides do (protocol.Spin: a short spin, then sleep): a host tool call with
+nothing of the kit, the trace or the program in it.
 A namespace changes none of this (a pipe into a jail is the same pipe), so the peer is a
 plain forked process.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import select
 import statistics
 import time
 
@@ -57,12 +59,16 @@ def _pipe_trip(rfd, wfd):
             continue
 
 
-def _read_frame(rfd, buf, expect, trusted):
-    """The next frame on RFD (non-blocking), spinning until it is there."""
+def _read_frame(rfd, buf, expect, spin):
+    """The next frame on RFD (non-blocking), waited for as a tool call's answer is: SPIN
+    (protocol.Spin) polls for a while, then sleeps."""
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
     while True:
         frame = next(buf.frames(expect), None)
         if frame is not None:
             return frame
+        spin.poll(poller.poll)
         try:
             buf.feed(os.read(rfd, 1 << 16))
         except BlockingIOError:
@@ -71,10 +77,10 @@ def _read_frame(rfd, buf, expect, trusted):
 
 def _framed_peer(rfd, wfd):
     """The controller's side: a strictly decoded `call`, answered with a `return`."""
-    buf = protocol.FrameBuffer()
+    buf, spin = protocol.FrameBuffer(), protocol.Spin()
     while True:
         try:
-            call = _read_frame(rfd, buf, ("call",), trusted=False)
+            call = _read_frame(rfd, buf, ("call",), spin)
         except protocol.ProtocolError:  # the host's stop
             return
         answer = protocol.make_return(call["seq"], True, call["args"][0], None, None)
@@ -87,11 +93,12 @@ class _FramedTrip:
     def __init__(self):
         self.seq = 0
         self.buf = protocol.FrameBuffer(trusted=True)
+        self.spin = protocol.Spin()
 
     def __call__(self, rfd, wfd):
         self.seq += 1
         os.write(wfd, protocol.encode(protocol.make_call(self.seq, "echo", [self.seq], {})))
-        _read_frame(rfd, self.buf, ("return",), trusted=True)
+        _read_frame(rfd, self.buf, ("return",), self.spin)
 
 
 def _eventfd_peer(rfd, wfd):

@@ -36,8 +36,8 @@ BATCH = "lackjail batch throughput, 2 workers (runs/s)"
 CROSS_PIPE_SLEEP = "crossing: pipe, both asleep in read (median us per round trip)"
 CROSS_PIPE_SPIN = "crossing: pipe, both spinning on a non-blocking read (median us per round trip)"
 CROSS_FRAMED = (
-    "crossing: a call frame and its return over a pipe, encoded and decoded, both spinning "
-    "(median us per round trip)"
+    "crossing: a call frame and its return over a pipe, encoded and decoded, each side "
+    "waiting as a call does (median us per round trip)"
 )
 CROSS_EVENTFD = "crossing: eventfd, both asleep (median us per round trip)"
 CROSS_SHM_SPIN = "crossing: shared-memory flag, both spinning (median us per round trip)"

@@ -11,11 +11,12 @@ serves the run on. A run costs two wake-ups however many calls it makes.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
 
-MAX_IDLE = 4  # relay threads kept waiting for the next run
+MAX_IDLE = 32  # relay threads kept waiting for the next run (one per run in flight)
 POLL_S = 0.02  # how often a watching caller looks at the call its relay runs
 
 
@@ -69,6 +70,17 @@ class Watch:
 
 _idle: list = []  # the queues of relay threads waiting for a job
 _idle_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a forked child only the forking thread lives: the waiting relays' queues would
+    take jobs that no thread runs."""
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def submit(job) -> None:

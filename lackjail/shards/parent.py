@@ -2,7 +2,7 @@
 
 Each run goes to the live shard with the fewest runs in flight, as a `run`
 frame; its printed text (when streamed), its host tool calls and its result
-come back as frames on that shard's channel, read by one thread per shard. A
+come back as frames on that shard's channel, all shards' read by one thread. A
 tool call is run here, on a thread of the tool pool, by the kit's own
 ToolSession (its checks, timeouts, approval and trace, exactly as in one
 process), and answered. A shard that ends fails only the runs it held, with
@@ -14,6 +14,8 @@ Jail's are.
 from __future__ import annotations
 
 import itertools
+import os
+import selectors
 import socket
 import subprocess
 import sys
@@ -36,6 +38,7 @@ ROOT = str(Path(__file__).resolve().parents[2])  # the folder this lackjail is i
 # A fresh interpreter (-I: no environment, no user site), importing this very lackjail.
 BOOT = "import sys; sys.path.insert(0, sys.argv[2]); from lackjail.shards.shard import main; "
 BOOT += "import os; os._exit(main(int(sys.argv[1])))"
+FROM_SHARD = wire.FROM_SHARD - {"opened", "failed"}  # what a serving shard sends
 ERRORS = {
     "PolicyError": PolicyError,
     "ArgumentError": ArgumentError,
@@ -47,12 +50,16 @@ class Task:
     """One run (or `wait`) sent to a shard, until its answer: what the answer is turned into,
     and who is told."""
 
-    __slots__ = ("id", "shard", "emit", "approve", "dry_run", "tools", "started", "value", "error")
-    __slots__ += ("done", "on_done", "waiting")
+    __slots__ = (
+        *("id", "shard", "emit", "approve", "dry_run", "tools", "started", "value", "error"),
+        *("done", "on_done", "waiting"),
+    )
 
     def __init__(self, emit=None, approve=None, dry_run=False, on_done=None, waiting=False):
         self.emit, self.approve, self.dry_run, self.on_done = emit, approve, dry_run, on_done
         self.waiting = waiting  # a `wait`, not a run: it finishes with True or False
+        self.id = 0  # its frames' id, once sent
+        self.shard: Shard | None = None  # the shard it was sent to
         self.tools = None  # the run's ToolSession, made at its first tool call
         self.started = time.perf_counter()
         self.value: Any = None
@@ -95,14 +102,20 @@ class Shard:
         finally:
             theirs.close()
         self.sock = ours
-        self.reader = ours.makefile("rb", buffering=1 << 16)
+        self.frames = wire.Frames()  # what the reader has of its channel
         self.send({**opening, "workers": workers})
 
     def opened(self, timeout: float) -> dict:
         """The shard's `opened` frame; the error its `failed` frame names, or a PoolError."""
         self.sock.settimeout(timeout)
         try:
-            frame = wire.read(self.reader, frozenset({"opened", "failed"}))
+            got: list[dict] = []
+            while not got:  # nothing follows it until this process sends a run
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    raise EOFError("channel closed")
+                got = self.frames.feed(data, frozenset({"opened", "failed"}))
+            frame = got[0]
         except (EOFError, OSError, protocol.ProtocolError) as exc:
             raise PoolError(f"a controller process did not start: {exc}") from None
         finally:
@@ -117,7 +130,8 @@ class Shard:
             self.sock.sendall(data)
 
     def stop(self, wait_s: float) -> None:
-        """Close the channel (the shard stops its jails and exits); kill it past WAIT_S."""
+        """End the channel (the shard stops its jails and exits); kill it past WAIT_S. The
+        socket itself is closed by `release`, once no reader watches it."""
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -127,7 +141,8 @@ class Shard:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.reader.close()
+
+    def release(self) -> None:
         self.sock.close()
 
     def ended(self) -> str:
@@ -151,7 +166,7 @@ class Shards:
         self._live: list[Shard] = []
         self._starting: set[Shard] = set()  # replacements not yet serving
         self._restarts: list[threading.Thread] = []
-        self.size = workers
+        self.size, self.count = workers, count
         self._opening = {
             "t": "open",
             "policy": wire.policy_data(jail.policy),
@@ -178,11 +193,20 @@ class Shards:
         except BaseException:
             for shard in started:
                 shard.stop(STOP_S)
+                shard.release()
             self._tool_pool.shutdown(wait=False)
             raise
         self.isolation, self.mode = levels[0], opened[0]["mode"]
+        # one thread reads every shard's channel (fewer threads for the interpreter's lock)
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._adding: list[Shard] = []  # served, for the reader to watch
         for shard in started:
             self._serve(shard)
+        self._reader = threading.Thread(target=self._read, name="lackjail-shards", daemon=True)
+        self._reader.start()
 
     # -- runs -------------------------------------------------------------
 
@@ -275,26 +299,63 @@ class Shards:
     def _serve(self, shard: Shard) -> None:
         with self._lock:
             self._live.append(shard)
+            self._adding.append(shard)
             self._lock.notify_all()
-        name = f"lackjail-shard-{shard.index}"
-        threading.Thread(target=self._read, args=(shard,), name=name, daemon=True).start()
+        self._wake()
 
-    def _read(self, shard: Shard) -> None:
-        """Read SHARD's frames until it ends; then fail what it held and start another."""
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:  # a wake-up is pending already
+            pass
+
+    def _read(self) -> None:
+        """Read every shard's frames; a shard whose channel ends (or breaks the wire) is
+        lost: its runs fail, another starts. At close: let every channel go."""
+        selector = self._selector
         while True:
-            try:
-                frame = wire.read(shard.reader, wire.FROM_SHARD - {"opened", "failed"})
-            except (EOFError, OSError) as exc:
-                why = str(exc)
+            with self._lock:
+                adding, self._adding = self._adding, []
+                closed = self._closed
+            for shard in adding:
+                selector.register(shard.sock, selectors.EVENT_READ, shard)
+            if closed:
                 break
-            except protocol.ProtocolError as exc:
-                why = f"it sent a malformed frame: {exc}"
-                shard.proc.kill()
-                break
+            for key, _ in selector.select():
+                shard = key.data
+                if shard is None:
+                    os.read(self._wake_r, 4096)
+                    continue
+                why = self._take_in(shard)
+                if why is not None:
+                    selector.unregister(shard.sock)
+                    shard.release()
+                    threading.Thread(target=self._lost, args=(shard, why), daemon=True).start()
+        for key in list(selector.get_map().values()):
+            if key.data is not None:
+                key.data.release()
+        selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _take_in(self, shard: Shard) -> str | None:
+        """Read what SHARD sent and dispatch its whole frames; why its channel ended, if so."""
+        try:
+            data = shard.sock.recv(1 << 16)
+        except OSError as exc:
+            return str(exc)
+        if not data:
+            return "channel closed"
+        try:
+            frames = shard.frames.feed(data, FROM_SHARD)
+        except protocol.ProtocolError as exc:
+            shard.proc.kill()
+            return f"it sent a malformed frame: {exc}"
+        for frame in frames:
             task = shard.tasks.get(frame["id"])
             if task is not None:  # else a shard's fault: an answer to nothing it was sent
                 self._dispatch(shard, task, frame)
-        self._lost(shard, why)
+        return None
 
     def _dispatch(self, shard: Shard, task: Task, frame: dict) -> None:
         kind = frame["t"]
@@ -412,15 +473,15 @@ class Shards:
         starts fail, until one serves at this Jail's level or the Jail closes."""
         backoff = RESTART_BACKOFF_S[0]
         while True:
+            shard: Shard | None = None
             with self._lock:
                 if self._closed:
                     return
                 try:
                     shard = Shard(old.index, old.workers, self._opening)
-                except OSError:
-                    shard = None
-                else:
                     self._starting.add(shard)  # `close` stops it too
+                except OSError:
+                    pass
             if shard is not None:
                 try:
                     same = shard.opened(self._start_s + 30)["isolation"] == self.isolation
@@ -432,6 +493,7 @@ class Shards:
                         self._serve(shard)
                         return
                 shard.stop(STOP_S)
+                shard.release()
             if self._closing.wait(backoff):
                 return
             backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
@@ -497,15 +559,18 @@ class Shards:
         """Stop every shard (each stops its jails); runs in flight end `killed`. When it
         returns, no shard process is left."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._closing.set()
             live, self._live = list(self._live), []
             starting, restarts = list(self._starting), list(self._restarts)
             self._lock.notify_all()
+        self._wake()  # the reader lets every channel go
         stoppers = [threading.Thread(target=s.stop, args=(STOP_S,)) for s in live + starting]
         for thread in stoppers:
             thread.start()
-        for thread in stoppers + restarts:
+        for thread in stoppers + restarts + [self._reader]:
             thread.join()
         for shard in live:
             self._lost(shard, "")

@@ -96,11 +96,14 @@ class Shard:
             self._quietly_send(done)
 
     def _quietly_send(self, msg: dict) -> None:
+        """Send MSG; a result that cannot cross becomes that run's error; a Jail that is gone
+        is seen by the reader, and the shard exits."""
         try:
-            self.send(msg)
-        except protocol.ProtocolError as exc:  # a value that cannot cross: that run's error
-            self.send(_error_done(msg["id"], f"the run's result cannot be sent: {exc}"))
-        except OSError:  # the Jail is gone; `serve` sees the end and the shard exits
+            try:
+                self.send(msg)
+            except protocol.ProtocolError as exc:
+                self.send(_error_done(msg["id"], f"the run's result cannot be sent: {exc}"))
+        except OSError:
             pass
 
     def _run(self, frame: dict) -> dict:

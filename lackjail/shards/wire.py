@@ -171,3 +171,29 @@ def rebuild_kit(data: dict | None) -> KitShape | None:
         for call, args in data["specs"].items()
     }
     return KitShape(tuple(data["names"]), specs, data["host_tools"], data["jail_tools"])
+
+
+class Frames:
+    """Incremental decoding of one channel's bytes, as a non-blocking reader gets them: feed
+    bytes, take whole frames (each capped, scanned and schema-checked as `read` does)."""
+
+    def __init__(self):
+        self._buf = bytearray()
+        self._need = 0  # the body length of the frame whose header was read, else 0
+
+    def feed(self, data: bytes, expect: frozenset) -> list[dict]:
+        """The frames DATA completes (of types in EXPECT); ProtocolError on a bad one."""
+        self._buf += data
+        frames = []
+        while True:
+            if not self._need:
+                if len(self._buf) < protocol.HEADER.size:
+                    return frames
+                self._need = protocol.frame_length(bytes(self._buf[: protocol.HEADER.size]))
+                del self._buf[: protocol.HEADER.size]
+            if len(self._buf) < self._need:
+                return frames
+            body = bytes(self._buf[: self._need])
+            del self._buf[: self._need]
+            self._need = 0
+            frames.append(protocol.decode(body, expect, SCHEMAS))

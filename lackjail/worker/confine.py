@@ -6,7 +6,6 @@ host by lackjail/pool/syscall_filter.py); the zygote prepares the prctl
 argument once and each child loads it with prctl.
 """
 
-import math
 import resource
 
 from lackjail.worker import libc
@@ -54,7 +53,7 @@ def set_limits(memory_mb: int, cpu_s: float, nofile: int = 8) -> None:
     mem = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     if cpu_s:
-        cpu = math.ceil(cpu_s)
+        cpu = int(-(-cpu_s // 1))  # rounded up: math.ceil, without one more library mapped
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))

@@ -29,7 +29,6 @@ import _ast  # the node classes: ast.py would bring re, enum and contextlib
 import _frozen_importlib_external  # importlib.machinery would bring importlib and warnings
 import _signal as signal  # signal.py would add its enums: only its constants are used here
 import _socket  # socket.py would add selectors, array and enum's extras to every child
-import fcntl
 import gc
 import os
 import resource
@@ -62,9 +61,12 @@ def child(cfg, flt, gen, run_in, run_out):
     (the jail's log) where it still can; untrusted code never runs unconfined.
     """
     try:
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (run_in, run_out)]
-        os.dup2(high[0], RUN_IN)
-        os.dup2(high[1], RUN_OUT)
+        # through two numbers above both ends, so that neither is closed under the other
+        top = max(run_in, run_out) + 1
+        os.dup2(run_in, top)
+        os.dup2(run_out, top + 1)
+        os.dup2(top, RUN_IN)
+        os.dup2(top + 1, RUN_OUT)
         os.closerange(RUN_OUT + 1, 1 << 16)  # siblings' pipes, pidfds: one close_range(2)
         os.close(0)  # the control socket is the zygote's alone
         os.close(1)
@@ -140,7 +142,7 @@ class Zygote:
         # controller need not change them; the child's RUN_OUT blocks while the pipe is full.
         in_r, in_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         out_r, out_w = os.pipe()
-        fcntl.fcntl(out_r, fcntl.F_SETFL, os.O_NONBLOCK)
+        os.set_blocking(out_r, False)
         pid = os.fork()
         if pid == 0:
             child(self.cfg, self.flt, self.gen, in_r, out_w)

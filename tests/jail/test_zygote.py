@@ -65,6 +65,10 @@ NOT_AT_START = (
     "stringprep",
     "ctypes",
     "types",
+    # extension modules: five mappings each, which every fresh child's fork and exit copy
+    # and tear down again (~3 us a mapping)
+    "math",
+    "fcntl",
 )
 
 

@@ -202,3 +202,13 @@ def test_runs_waiting_on_slow_tools_do_not_hold_up_the_others(require_nsjail):
         results = list(jail.map(programs))
     assert [r.value for r in results] == [i + 1 if i % 2 else i for i in range(40)]
     assert [len(r.trace) for r in results] == [2 if i % 2 else 0 for i in range(40)]
+
+
+def test_auto_shards_on_a_many_core_host_and_not_on_a_small_one(require_nsjail, monkeypatch):
+    monkeypatch.setattr("lackjail.shards.os.cpu_count", lambda: 16)
+    with Jail(workers=3) as jail:  # auto: one process per two jails
+        assert jail.processes == 2 and len(jail.pool.pids()) == 2
+        assert [r.value for r in jail.map(["1", "2", "3"])] == [1, 2, 3]
+    monkeypatch.setattr("lackjail.shards.os.cpu_count", lambda: 2)
+    with Jail(workers=3) as jail:
+        assert jail.processes == 1
