@@ -67,11 +67,16 @@ DATA = ("images", "policies")  # the package's folders of data a run reads (`cod
 
 
 def start_if_wanted() -> None:
-    """Start the server for the next command unless the user's config turns it off: detached
+    """Start the server for the next command unless the user's config turns it off or there is
+    no folder of the user's alone to serve in (`place.open_folder`): detached
     (a session of its own, stdio on /dev/null, the root folder as its working folder), through
     this console command."""
     if not _server_wanted():
         return
+    folder = place.open_folder(create=True)
+    if folder is None:  # no folder of ours alone to serve in: a server would only give up
+        return
+    os.close(folder)
     script = os.path.abspath(sys.argv[0])
     try:
         subprocess.Popen(
