@@ -352,8 +352,19 @@ def test_a_stale_server_declines_and_the_command_runs_here_once(server):
 
 
 def test_the_server_ends_when_idle(server):
-    server.env["LACKJAIL_SERVER_IDLE_S"] = "1"
-    server.start()
+    """Started in the foreground with one second of patience, it serves, then ends by itself:
+    exit 0, its socket gone, no process of it (nor of its waiting jail) left."""
+    proc = subprocess.Popen(
+        [CONSOLE, "server", "serve"],
+        env={**server.env, "LACKJAIL_SERVER_IDLE_S": "1"},
+        cwd="/",
+    )
+    try:
+        assert proc.wait(PATIENCE_S) == 0
+    finally:
+        proc.kill()
+    assert (server.folder / place.LOCK).exists()  # it did take the folder
+    assert not (server.folder / place.SOCKET).exists()
     server.wait_for(server.gone)
 
 
