@@ -315,7 +315,7 @@ class Request:
             if client.peer_uid(self.conn) != os.geteuid():
                 raise wire.BadRequest("a peer of another user")
             self.conn.settimeout(REQUEST_S)
-            kind, fields, fds = self._read()
+            kind, fields = self._read()
         except (OSError, wire.BadRequest):
             early.discard()
             os._exit(0)  # hang up, nothing read further
@@ -326,31 +326,53 @@ class Request:
             self._send(wire.EXITED, os.getppid())
             self._send(wire.EXITED, self._served())
         else:
-            self._run(wire.Run(fields), fds)
+            self._run(wire.Run(fields))
         early.discard()
         os._exit(0)
 
-    def _read(self) -> tuple[bytes, list[bytes], list[int]]:
-        header, ancillary, flags, _ = self.conn.recvmsg(
-            wire.HEADER, socket.CMSG_SPACE(8 * 4), socket.MSG_CMSG_CLOEXEC
-        )
-        fds = []
-        for level, kind, data in ancillary:
-            if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS):
-                whole = len(data) - len(data) % 4
-                fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, whole, 4)]
-        try:
-            header += self._exactly(wire.HEADER - len(header))
-            kind, size = wire.parse_header(header)
-            fields = wire.parse_fields(self._exactly(size))
-            expected = wire.FDS if kind == wire.RUN else 0
-            if flags & socket.MSG_CTRUNC or len(fds) != expected or not _kinds_ok(fds):
-                raise wire.BadRequest("not the descriptors a request carries")
-        except BaseException:
+    def _read(self) -> tuple[bytes, list[bytes]]:
+        """The request: its kind and fields (a request carries no descriptors)."""
+        header, fds = self._receive_with_fds(wire.HEADER)
+        if fds:
             for fd in fds:
                 os.close(fd)
-            raise
-        return kind, fields, fds
+            raise wire.BadRequest("descriptors before the command was handed over")
+        kind, size = wire.parse_header(header + self._exactly(wire.HEADER - len(header)))
+        return kind, wire.parse_fields(self._exactly(size))
+
+    def _receive_with_fds(self, size: int) -> tuple[bytes, list[int]]:
+        """Up to SIZE bytes and the descriptors that came with them (all of them, closed again
+        and refused when the set was cut short)."""
+        data, ancillary, flags, _ = self.conn.recvmsg(
+            size, socket.CMSG_SPACE(8 * 4), socket.MSG_CMSG_CLOEXEC
+        )
+        fds = []
+        for level, kind, payload in ancillary:
+            if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS):
+                whole = len(payload) - len(payload) % 4
+                fds += [
+                    int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, whole, 4)
+                ]
+        if flags & socket.MSG_CTRUNC:
+            for fd in fds:
+                os.close(fd)
+            raise wire.BadRequest("more descriptors than a request carries")
+        return data, fds
+
+    def _committed(self) -> list[int] | None:
+        """The client's COMMIT and, with it, its stdin, stdout, stderr and working folder; None
+        (nothing run) when it hangs up or sends anything else."""
+        try:
+            data, fds = self._receive_with_fds(wire.MESSAGE)
+            if len(data) < wire.MESSAGE:
+                data += self._exactly(wire.MESSAGE - len(data))
+        except (OSError, wire.BadRequest):
+            return None
+        if data == wire.message(wire.COMMIT) and len(fds) == wire.FDS and _kinds_ok(fds):
+            return fds
+        for fd in fds:
+            os.close(fd)
+        return None
 
     def _exactly(self, size: int) -> bytes:
         chunks, left = [], size
@@ -398,16 +420,18 @@ class Request:
         self._quit()
         self._send(wire.DECLINED, why)
 
-    def _run(self, run: wire.Run, fds: list[int]) -> None:
+    def _run(self, run: wire.Run) -> None:
         if run.identity != place.identity() or not self._unchanged():
-            for fd in fds:
-                os.close(fd)
             return self._decline(wire.STALE)
         self.conn.settimeout(None)
-        _adopt(run, fds)
+        _adopt(run)
         if not _server_wanted():
             return self._decline(wire.OFF)
         self._send(wire.RUNNING, 0)
+        fds = self._committed()
+        if fds is None:  # it runs the command itself, or not at all
+            return None
+        _adopt_descriptors(fds, run.streams)
         self._note(RAN)
         threading.Thread(target=self._watch, daemon=True).start()
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -495,23 +519,25 @@ def _kinds_ok(fds: list[int]) -> bool:
         kinds = [stat.S_ISDIR(os.fstat(fd).st_mode) for fd in fds]
     except OSError:
         return False
-    return not kinds or kinds == [False, False, False, True]
+    return kinds == [False, False, False, True]
 
 
-def _adopt(run: wire.Run, fds: list[int]) -> None:
-    """Become the client's process: its stdio, working folder, environment, umask, argv."""
+def _adopt(run: wire.Run) -> None:
+    """Take the client's environment, umask and arguments."""
+    os.environb.clear()
+    os.environb.update(run.environ)
+    os.umask(run.umask)
+    sys.argv = list(run.argv)
+
+
+def _adopt_descriptors(fds: list[int], streams: list[str]) -> None:
+    """Take the client's stdin, stdout, stderr (set up as its own were) and working folder."""
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     os.fchdir(fds[3])
     for fd in fds:
         os.close(fd)
-    os.environb.clear()
-    os.environb.update(run.environ)
-    os.umask(run.umask)
-    sys.argv = list(run.argv)
-    sys.stdin, sys.stdout, sys.stderr = (
-        _stream(fd, settings) for fd, settings in enumerate(run.streams)
-    )
+    sys.stdin, sys.stdout, sys.stderr = (_stream(fd, s) for fd, s in enumerate(streams))
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
