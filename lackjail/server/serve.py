@@ -1,18 +1,20 @@
 """The user's server: lackjail imported once, a jail started ahead, one forked process per
 `lackjail run`.
 
-The server process imports what a run needs, then keeps one forked *waiting* process: it starts
-the jail the last command's plan names (`pool.early`, the jail is its own child) and waits for a
-client. The one that accepts tells the server, which forks the next (whose jail starts while
-this one runs), and becomes that command: it checks the peer (our uid, else it hangs up before
-reading anything), reads the request (strict, size-capped, exactly its descriptors), takes the
-client's stdin, stdout, stderr, working folder, environment and umask, and runs
-`lackjail.cli.command` as the console command does; it reports the exit code and exits. A
-client that hangs up or is gone, a SIGTERM or SIGHUP: the command's jails (its children) are
-killed before it exits.
+The server process imports what a run needs, then keeps one forked *waiting* process. While no
+command runs, that process warms up (`warm_up`: the jail the last command's plan names, started
+as `pool.early` does, its own child). The one that accepts a client tells the server, which
+forks the next, and becomes that command: it checks the peer (our uid, else it hangs up before
+reading anything), reads the request (strict, size-capped, no descriptors), declines it when
+the client's install or process is not the server's (`place.identity`, `code_files`) or the
+user's config turns the server off, else takes the client's environment, umask and arguments
+and says it is ready; on the client's COMMIT it takes the descriptors that came with it (stdin,
+stdout, stderr, working folder: exactly those), runs `lackjail.cli.command` as the console
+command does, reports the exit code and exits. A client that hangs up or is gone, a SIGTERM or
+SIGHUP: the command's jails (its children) are killed before it exits.
 
 The server ends after IDLE_S seconds without a command (LACKJAIL_SERVER_IDLE_S), on `lackjail
-server stop`, and when a client's install is not its own or a file of its imported code has
+server stop`, and when a client's install is not its own or a file of its code or data has
 changed since it started (that client runs the command itself and starts a new server). One
 server per folder and install: a lock held while it lives.
 """
@@ -67,11 +69,16 @@ DATA = ("images", "policies")  # the package's folders of data a run reads (`cod
 
 
 def start_if_wanted() -> None:
-    """Start the server for the next command unless the user's config turns it off: detached
+    """Start the server for the next command unless the user's config turns it off or there is
+    no folder of the user's alone to serve in (`place.open_folder`): detached
     (a session of its own, stdio on /dev/null, the root folder as its working folder), through
     this console command."""
     if not _server_wanted():
         return
+    folder = place.open_folder(create=True)
+    if folder is None:  # no folder of ours alone to serve in: a server would only give up
+        return
+    os.close(folder)
     script = os.path.abspath(sys.argv[0])
     try:
         subprocess.Popen(
@@ -455,6 +462,7 @@ class Request:
                 code = code or client.EXIT_FAILED
         finally:
             end_children()
+            _let_go_of_stdio()  # a reader of the client's output sees its end with the client's
             self._send(wire.EXITED, code)
             os._exit(code)
 
@@ -505,6 +513,16 @@ def _fill_caches() -> None:
         isolation.nsjail_launcher(args).close()
     except Exception:  # noqa: BLE001 - only a cache: the command computes what it needs
         pass
+
+
+def _let_go_of_stdio() -> None:
+    """Close our copies of the client's stdin, stdout and stderr (onto /dev/null), so that
+    only the client holds them: this process's own exit (~2-5 ms of unmapping its memory) is
+    then no longer between the client's exit and the end of its output."""
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def _libc():

@@ -593,3 +593,14 @@ def test_a_server_that_does_not_answer_in_time_never_runs_the_command(server):
         waiting.resume()
     server.wait_for(lambda: _ended([waiting]))
     assert (server.work / "count.txt").read_text() == "1"
+
+
+def test_no_server_starts_where_the_folder_is_not_ours_alone(server):
+    """A server folder that others may enter: the command runs in its own process and starts
+    no server that would only give up."""
+    server.folder.mkdir(mode=0o755)
+    server.folder.chmod(0o755)
+    for _ in range(2):
+        assert server.run("run", "-", stdin="9").stdout == "9\n"
+        assert not server.processes()
+    assert not (server.folder / place.SOCKET).exists()
