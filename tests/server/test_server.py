@@ -615,3 +615,52 @@ def test_no_server_starts_where_the_folder_is_not_ours_alone(server):
         assert server.run("run", "-", stdin="9").stdout == "9\n"
         assert not server.processes()
     assert not (server.folder / place.SOCKET).exists()
+
+
+def _on_a_terminal(server, args: list[str], answer: bytes, env=None) -> tuple[int, bytes]:
+    """Run the command with a terminal as its stdin and stderr (a pty), ANSWER typed ahead."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [CONSOLE, *args],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env={**server.env, **(env or {})},
+        cwd=server.work,
+    )
+    os.close(slave)
+    os.write(master, answer)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal's last holder is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(PATIENCE_S), shown
+
+
+def test_approval_asks_on_the_clients_terminal_as_in_its_own_process(server):
+    """A tool call that needs approval asks on the client's terminal (its stdin is one, passed
+    as a descriptor); without a terminal it is denied; the same as in its own process."""
+    server.start()
+    before = server.status()[1]
+    (server.work / "ask.toml").write_text('name = "ask"\n[tools]\napproval = ["write_file"]\n')
+    (server.work / "prog.lackpy").write_text('write_file("asked.txt", "x")\n"ok"\n')
+    args = ["run", "prog.lackpy", "--kit", "files", "--policy", "ask.toml"]
+    outcomes = []
+    for env in ({}, {"LACKJAIL_SERVER": "0"}):
+        code, shown = _on_a_terminal(server, args, b"y\n", env)
+        assert code == 0 and b"allow write_file" in shown, shown
+        assert (server.work / "asked.txt").read_text() == "x"
+        (server.work / "asked.txt").unlink()
+        piped = server.run(*args, env=env)  # stdin a pipe: no terminal to ask
+        assert piped.returncode == 1 and "no terminal to ask" in piped.stderr + piped.stdout
+        outcomes.append((code, piped.returncode))
+    assert outcomes[0] == outcomes[1]
+    assert server.status()[1] == before + 2
