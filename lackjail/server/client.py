@@ -4,9 +4,11 @@ and a jail started, and exits as the command did there.
 It sends its arguments, environment, umask, the text settings of its streams, and its stdin,
 stdout, stderr and working folder as descriptors, so the command reads, writes and resolves
 paths exactly as it would in this process; it forwards SIGINT, SIGTERM and SIGHUP while the
-command runs. A server of another uid is refused. Nothing is run twice: `hand_over` returns
-(the caller then runs the command itself) only when the server never took the command; once the
-server said it runs it, its outcome is this command's, a lost server an error.
+command runs. A server of another uid, or with other rights than this process (`place.context`:
+capabilities, seccomp, namespaces, cgroups, rlimits), is refused. Nothing is run twice:
+`hand_over` returns (the caller then runs the command itself) only when the server never took
+the command; once the server said it runs it, its outcome is this command's, a lost server an
+error.
 
 Imports: the standard library's C modules and `os`, nothing that costs start-up time.
 """
@@ -39,6 +41,8 @@ def connect() -> _socket.socket | None:
         sock.connect(place.named(folder, place.SOCKET))
         if peer_uid(sock) != os.geteuid():
             raise OSError("the server is another user's")
+        if place.peer_context(sock) != place.context():
+            raise OSError("the server has other rights than this process")
     except OSError:
         sock.close()
         return None
