@@ -215,11 +215,20 @@ class Run:
         self._until, self._spin = deadline, False
         self._child_open = True
         self._jail_gone = ""  # why the zygote is gone, once it is
-        return self._serve(run_id, deadline, wall_s, kill_grace)
+        args = (run_id, deadline, wall_s, kill_grace)
+        outcome = self._serve(*args)
+        while outcome is None:  # a call came: a relay serves on, until its end or a takeover
+            outcome = self._relay(*args)
+            if outcome is None:  # the relay's tool was taken at its timeout: serve on here
+                outcome = self._serve(*args)
+        return outcome
 
-    def _serve(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
+    def _serve(
+        self, run_id: str, deadline: float, wall_s: float, kill_grace: float
+    ) -> Outcome | None:
         """The run's frames until its end, on whichever thread serves it now (the caller's,
-        or a relay's: the state it carries on is the Run's own)."""
+        or a relay's: the state it carries on is the Run's own). None: a call came that a
+        relay is to serve (the caller's thread, with a handler that can run tools inline)."""
         jail, child = self.jail, self.child
         poller = self._poller
         while True:
@@ -243,7 +252,7 @@ class Run:
                 elif kind == "call":
                     if self._inline is not None and self._watch is None:
                         child.frames.insert(0, frame)  # the relay answers it first
-                        return self._relay(run_id, deadline, wall_s, kill_grace)
+                        return None
                     self._answer(frame, deadline)
                     self._spin = True
                 elif kind == "result":
@@ -309,10 +318,12 @@ class Run:
             raise protocol.ProtocolError("a child lent before it was ready did not say so first")
         self.unready, self.expect = False, RUN_FRAMES
 
-    def _relay(self, run_id: str, deadline: float, wall_s: float, kill_grace: float) -> Outcome:
+    def _relay(
+        self, run_id: str, deadline: float, wall_s: float, kill_grace: float
+    ) -> Outcome | None:
         """Serve the rest of the run on a relay thread, which runs each tool inline, and
-        watch it from here: a tool still running at its deadline is taken from it, its call
-        answered with the timeout, and the run served on from this thread (relay.py)."""
+        watch it from here: a tool still running at its deadline is taken from it and its call
+        answered with the timeout (relay.py); None then: this thread serves the run on."""
         watch = self._watch = relay.Watch()
         done, left = threading.Event(), threading.Event()
         box: dict = {}
@@ -337,7 +348,7 @@ class Run:
                     self._watch = None
                     self._reply(self._calling, abandon(), deadline)
                     self._spin = True
-                    return self._serve(run_id, deadline, wall_s, kill_grace)
+                    return None
         except BaseException:
             # Interrupted here (KeyboardInterrupt): the jail is retired once this raises, its
             # descriptors closed and their numbers free for any other open. The relay lets go

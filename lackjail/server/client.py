@@ -1,14 +1,15 @@
 """The thin `lackjail run`: hands the command to the user's server, which has lackjail imported
 and a jail started, and exits as the command did there.
 
-It sends its arguments, environment, umask, the text settings of its streams, and its stdin,
-stdout, stderr and working folder as descriptors, so the command reads, writes and resolves
-paths exactly as it would in this process; it forwards SIGINT, SIGTERM and SIGHUP while the
-command runs. A server of another uid, or with other rights than this process (`place.context`:
-capabilities, seccomp, namespaces, cgroups, rlimits), is refused. Nothing is run twice:
-`hand_over` returns (the caller then runs the command itself) only when the server never took
-the command; once the server said it runs it, its outcome is this command's, a lost server an
-error.
+It sends its arguments, environment, umask and the text settings of its streams, then (once
+the server is ready) its stdin, stdout, stderr and working folder as descriptors, so the
+command reads, writes and resolves paths exactly as it would in this process; it forwards
+SIGINT, SIGTERM and SIGHUP while the command runs. A server of another uid, or with other
+rights than this process (`place.context`: capabilities, seccomp, namespaces, cgroups,
+rlimits), is refused. Nothing is run twice: the server runs the command only once this
+process has said COMMIT, after the server said it is ready to; before that (a decline, no
+answer within READY_S, a signal) `hand_over` returns and the caller runs the command itself;
+after it the server's outcome is this command's, a lost server an error.
 
 Imports: the standard library's C modules and `os`, nothing that costs start-up time.
 """
@@ -22,6 +23,7 @@ from lackjail.server import place, wire
 
 FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 EXIT_FAILED = 1
+READY_S = 10.0  # how long a server may take to say it runs the command before we run it here
 # `hand_over`'s answers when it did not hand the command over
 NONE, DECLINED, OFF = "none", "declined", "off"
 
@@ -90,23 +92,23 @@ def hand_over(args: list[str]) -> str:
         dict(os.environb),
     )
     data = wire.request(wire.RUN, fields)
-    rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, cwd))
-    caught = _forward_signals(sock)  # the server reads them once it runs the command
+    forwarder = Forwarder(sock)
     try:
-        sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
-        sock.sendall(data[sent:])
+        sock.settimeout(READY_S)
+        sock.sendall(data)
         kind, number = wire.parse_message(_receive(sock))
-    except OSError:
+        sock.settimeout(None)
+    except OSError:  # no answer in time, or none at all: nothing runs there without COMMIT
         kind, number = b"", 0
+    try:
+        if kind == wire.RUNNING and forwarder.commit((0, 1, 2, cwd)):
+            _follow(sock)
     finally:
         os.close(cwd)
-    if kind == wire.RUNNING:
-        _follow(sock)
     sock.close()
-    for signum in FORWARDED:
-        _signal.signal(signum, _signal.default_int_handler if signum == _signal.SIGINT else 0)
-    if caught:  # a signal came while the server had not taken the command: end as it asked
-        _end_by(caught[0], "interrupted\n")
+    forwarder.restore()
+    if forwarder.caught:  # a signal came before the command was handed over: end as it asks
+        _end_by(forwarder.caught[0], "interrupted\n")
     return OFF if (kind, number) == (wire.DECLINED, wire.OFF) else DECLINED if kind else NONE
 
 
@@ -121,21 +123,47 @@ def _receive(sock: _socket.socket) -> bytes:
     return data
 
 
-def _forward_signals(sock: _socket.socket) -> list[int]:
-    """Send the server every signal of FORWARDED this process is sent from now on; the list
-    returned collects them."""
-    caught = []
+class Forwarder:
+    """The signals of FORWARDED this process is sent, from now on: kept while the command is
+    not handed over, sent to the server once it is (`commit`)."""
 
-    def forward(signum, frame):
-        caught.append(signum)
+    def __init__(self, sock: _socket.socket):
+        self.sock, self.caught, self.committed = sock, [], False
+        for signum in FORWARDED:
+            _signal.signal(signum, self._forward)
+
+    def _forward(self, signum, frame) -> None:
+        self.caught.append(signum)
+        if self.committed:
+            try:
+                self.sock.sendall(wire.message(wire.SIGNAL, signum))
+            except OSError:
+                pass
+
+    def commit(self, fds: tuple) -> bool:
+        """Hand the command over (COMMIT, with FDS: stdin, stdout, stderr, the working folder)
+        unless a signal came first; True when handed over. Signals are held meanwhile, so none
+        is sent before COMMIT."""
+        rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, FORWARDED)
         try:
-            sock.sendall(wire.message(wire.SIGNAL, signum))
+            if self.caught:
+                return False
+            message = wire.message(wire.COMMIT)
+            ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)]
+            if self.sock.sendmsg([message], ancillary) != len(message):
+                return False  # 5 bytes into an empty socket: whole, or the server is gone
+            self.committed = True
+            return True
         except OSError:
-            pass
+            return False
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, FORWARDED)
 
-    for signum in FORWARDED:
-        _signal.signal(signum, forward)
-    return caught
+    def restore(self) -> None:
+        for signum in FORWARDED:
+            default = _signal.default_int_handler if signum == _signal.SIGINT else _signal.SIG_DFL
+            _signal.signal(signum, default)
 
 
 def _end_by(signum: int, note: str = ""):

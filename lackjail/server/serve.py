@@ -1,18 +1,20 @@
 """The user's server: lackjail imported once, a jail started ahead, one forked process per
 `lackjail run`.
 
-The server process imports what a run needs, then keeps one forked *waiting* process: it starts
-the jail the last command's plan names (`pool.early`, the jail is its own child) and waits for a
-client. The one that accepts tells the server, which forks the next (whose jail starts while
-this one runs), and becomes that command: it checks the peer (our uid, else it hangs up before
-reading anything), reads the request (strict, size-capped, exactly its descriptors), takes the
-client's stdin, stdout, stderr, working folder, environment and umask, and runs
-`lackjail.cli.command` as the console command does; it reports the exit code and exits. A
-client that hangs up or is gone, a SIGTERM or SIGHUP: the command's jails (its children) are
-killed before it exits.
+The server process imports what a run needs, then keeps one forked *waiting* process. While no
+command runs, that process warms up (`warm_up`: the jail the last command's plan names, started
+as `pool.early` does, its own child). The one that accepts a client tells the server, which
+forks the next, and becomes that command: it checks the peer (our uid, else it hangs up before
+reading anything), reads the request (strict, size-capped, no descriptors), declines it when
+the client's install or process is not the server's (`place.identity`, `code_files`) or the
+user's config turns the server off, else takes the client's environment, umask and arguments
+and says it is ready; on the client's COMMIT it takes the descriptors that came with it (stdin,
+stdout, stderr, working folder: exactly those), runs `lackjail.cli.command` as the console
+command does, reports the exit code and exits. A client that hangs up or is gone, a SIGTERM or
+SIGHUP: the command's jails (its children) are killed before it exits.
 
 The server ends after IDLE_S seconds without a command (LACKJAIL_SERVER_IDLE_S), on `lackjail
-server stop`, and when a client's install is not its own or a file of its imported code has
+server stop`, and when a client's install is not its own or a file of its code or data has
 changed since it started (that client runs the command itself and starts a new server). One
 server per folder and install: a lock held while it lives.
 """
@@ -67,11 +69,16 @@ DATA = ("images", "policies")  # the package's folders of data a run reads (`cod
 
 
 def start_if_wanted() -> None:
-    """Start the server for the next command unless the user's config turns it off: detached
+    """Start the server for the next command unless the user's config turns it off or there is
+    no folder of the user's alone to serve in (`place.open_folder`): detached
     (a session of its own, stdio on /dev/null, the root folder as its working folder), through
     this console command."""
     if not _server_wanted():
         return
+    folder = place.open_folder(create=True)
+    if folder is None:  # no folder of ours alone to serve in: a server would only give up
+        return
+    os.close(folder)
     script = os.path.abspath(sys.argv[0])
     try:
         subprocess.Popen(
@@ -317,7 +324,7 @@ class Request:
             if place.peer_context(self.conn) != place.context():
                 raise wire.BadRequest("a peer with other rights (it runs the command itself)")
             self.conn.settimeout(REQUEST_S)
-            kind, fields, fds = self._read()
+            kind, fields = self._read()
         except (OSError, wire.BadRequest):
             early.discard()
             os._exit(0)  # hang up, nothing read further
@@ -328,31 +335,53 @@ class Request:
             self._send(wire.EXITED, os.getppid())
             self._send(wire.EXITED, self._served())
         else:
-            self._run(wire.Run(fields), fds)
+            self._run(wire.Run(fields))
         early.discard()
         os._exit(0)
 
-    def _read(self) -> tuple[bytes, list[bytes], list[int]]:
-        header, ancillary, flags, _ = self.conn.recvmsg(
-            wire.HEADER, socket.CMSG_SPACE(8 * 4), socket.MSG_CMSG_CLOEXEC
-        )
-        fds = []
-        for level, kind, data in ancillary:
-            if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS):
-                whole = len(data) - len(data) % 4
-                fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, whole, 4)]
-        try:
-            header += self._exactly(wire.HEADER - len(header))
-            kind, size = wire.parse_header(header)
-            fields = wire.parse_fields(self._exactly(size))
-            expected = wire.FDS if kind == wire.RUN else 0
-            if flags & socket.MSG_CTRUNC or len(fds) != expected or not _kinds_ok(fds):
-                raise wire.BadRequest("not the descriptors a request carries")
-        except BaseException:
+    def _read(self) -> tuple[bytes, list[bytes]]:
+        """The request: its kind and fields (a request carries no descriptors)."""
+        header, fds = self._receive_with_fds(wire.HEADER)
+        if fds:
             for fd in fds:
                 os.close(fd)
-            raise
-        return kind, fields, fds
+            raise wire.BadRequest("descriptors before the command was handed over")
+        kind, size = wire.parse_header(header + self._exactly(wire.HEADER - len(header)))
+        return kind, wire.parse_fields(self._exactly(size))
+
+    def _receive_with_fds(self, size: int) -> tuple[bytes, list[int]]:
+        """Up to SIZE bytes and the descriptors that came with them (all of them, closed again
+        and refused when the set was cut short)."""
+        data, ancillary, flags, _ = self.conn.recvmsg(
+            size, socket.CMSG_SPACE(8 * 4), socket.MSG_CMSG_CLOEXEC
+        )
+        fds = []
+        for level, kind, payload in ancillary:
+            if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS):
+                whole = len(payload) - len(payload) % 4
+                fds += [
+                    int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, whole, 4)
+                ]
+        if flags & socket.MSG_CTRUNC:
+            for fd in fds:
+                os.close(fd)
+            raise wire.BadRequest("more descriptors than a request carries")
+        return data, fds
+
+    def _committed(self) -> list[int] | None:
+        """The client's COMMIT and, with it, its stdin, stdout, stderr and working folder; None
+        (nothing run) when it hangs up or sends anything else."""
+        try:
+            data, fds = self._receive_with_fds(wire.MESSAGE)
+            if len(data) < wire.MESSAGE:
+                data += self._exactly(wire.MESSAGE - len(data))
+        except (OSError, wire.BadRequest):
+            return None
+        if data == wire.message(wire.COMMIT) and len(fds) == wire.FDS and _kinds_ok(fds):
+            return fds
+        for fd in fds:
+            os.close(fd)
+        return None
 
     def _exactly(self, size: int) -> bytes:
         chunks, left = [], size
@@ -400,16 +429,18 @@ class Request:
         self._quit()
         self._send(wire.DECLINED, why)
 
-    def _run(self, run: wire.Run, fds: list[int]) -> None:
+    def _run(self, run: wire.Run) -> None:
         if run.identity != place.identity() or not self._unchanged():
-            for fd in fds:
-                os.close(fd)
             return self._decline(wire.STALE)
         self.conn.settimeout(None)
-        _adopt(run, fds)
+        _adopt(run)
         if not _server_wanted():
             return self._decline(wire.OFF)
         self._send(wire.RUNNING, 0)
+        fds = self._committed()
+        if fds is None:  # it runs the command itself, or not at all
+            return None
+        _adopt_descriptors(fds, run.streams)
         self._note(RAN)
         threading.Thread(target=self._watch, daemon=True).start()
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -433,6 +464,7 @@ class Request:
                 code = code or client.EXIT_FAILED
         finally:
             end_children()
+            _let_go_of_stdio()  # a reader of the client's output sees its end with the client's
             self._send(wire.EXITED, code)
             os._exit(code)
 
@@ -485,6 +517,16 @@ def _fill_caches() -> None:
         pass
 
 
+def _let_go_of_stdio() -> None:
+    """Close our copies of the client's stdin, stdout and stderr (onto /dev/null), so that
+    only the client holds them: this process's own exit (~2-5 ms of unmapping its memory) is
+    then no longer between the client's exit and the end of its output."""
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def _libc():
     import ctypes
 
@@ -497,23 +539,25 @@ def _kinds_ok(fds: list[int]) -> bool:
         kinds = [stat.S_ISDIR(os.fstat(fd).st_mode) for fd in fds]
     except OSError:
         return False
-    return not kinds or kinds == [False, False, False, True]
+    return kinds == [False, False, False, True]
 
 
-def _adopt(run: wire.Run, fds: list[int]) -> None:
-    """Become the client's process: its stdio, working folder, environment, umask, argv."""
+def _adopt(run: wire.Run) -> None:
+    """Take the client's environment, umask and arguments."""
+    os.environb.clear()
+    os.environb.update(run.environ)
+    os.umask(run.umask)
+    sys.argv = list(run.argv)
+
+
+def _adopt_descriptors(fds: list[int], streams: list[str]) -> None:
+    """Take the client's stdin, stdout, stderr (set up as its own were) and working folder."""
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     os.fchdir(fds[3])
     for fd in fds:
         os.close(fd)
-    os.environb.clear()
-    os.environb.update(run.environ)
-    os.umask(run.umask)
-    sys.argv = list(run.argv)
-    sys.stdin, sys.stdout, sys.stderr = (
-        _stream(fd, settings) for fd, settings in enumerate(run.streams)
-    )
+    sys.stdin, sys.stdout, sys.stderr = (_stream(fd, s) for fd, s in enumerate(streams))
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 

@@ -3,20 +3,24 @@ socket. Plain length-prefixed bytes (no pickle, no msgpack or json: the client i
 decoded strictly with a size cap.
 
 A request: MAGIC, its kind (RUN, STOP, PING), then the body's length (4 bytes) and the body: a
-list of fields, each its length (4 bytes) and bytes. A RUN carries the client's stdin, stdout,
-stderr and working folder as descriptors (SCM_RIGHTS) with its first bytes. Its fields: the
+list of fields, each its length (4 bytes) and bytes; no descriptors. A RUN's fields: the
 client's install `identity`, umask, the three streams' text settings, the argument count and
 the arguments, then the environment's `NAME=value` entries.
 
-Then the server answers with 5-byte messages (a letter, a signed 4-byte number): RUNNING (the
-command is handed over: from now on its outcome is the server's), DECLINED (nothing was run; the
-number says why), EXITED (the exit code), KILLED (the signal that ended the command). While a
-command runs the client sends SIGNAL messages for the signals it is sent.
+Then the two send 5-byte messages (a letter, a signed 4-byte number). The server: RUNNING (it
+is ready to run the command), DECLINED (it will not; the number says why), then EXITED (the
+exit code) or KILLED (the signal that ended the command). The client: COMMIT after RUNNING,
+with its stdin, stdout, stderr and working folder as descriptors (SCM_RIGHTS: none is in
+flight before, so a server that never answers holds none of them), which hands the command
+over (the server runs it only now, and from now on its outcome is the server's; a client that
+hangs up instead has it run nowhere), then SIGNAL for each signal it is sent while the
+command runs.
 """
 
 MAGIC = b"LJS1"
 RUN, STOP, PING = b"r", b"s", b"p"
-RUNNING, DECLINED, EXITED, KILLED, SIGNAL = b"R", b"D", b"X", b"K", b"G"
+RUNNING, DECLINED, EXITED, KILLED = b"R", b"D", b"X", b"K"  # from the server
+COMMIT, SIGNAL = b"C", b"G"  # from the client
 # why a request was declined
 STALE, OFF, BAD = 1, 2, 3
 MAX_BODY = 4 << 20  # argv and environment together; Linux's own limit is 2 MiB by default

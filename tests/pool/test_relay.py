@@ -122,13 +122,65 @@ def test_an_interrupted_caller_raises_only_once_the_relay_let_go(tmp_path, monke
             served.append((threading.current_thread(), "out"))
 
     monkeypatch.setattr(run_module.Run, "_serve", serve)
+    real_relay = run_module.Run._relay
+
+    def relayed_run(self, *args):
+        try:
+            return real_relay(self, *args)
+        except KeyboardInterrupt:
+            served.append((threading.current_thread(), "raised"))
+            raise
+
+    monkeypatch.setattr(run_module.Run, "_relay", relayed_run)
     steps = [*START, ["write", [1, CALL]], ["sleep", 30]]
     with fake_jail(tmp_path, steps) as jail:
         with pytest.raises(KeyboardInterrupt):
             run_on(jail, tool_handler=Inline(), tools=["t"], wall_s=30)
         me = threading.current_thread()
-        relayed = [t for t, _ in served if t is not me]
-        assert relayed and served[-2:] == [(relayed[0], "out"), (me, "out")]
+        relays = [t for t, _ in served if t is not me]
+        assert relays
+        assert served.index((relays[0], "out")) < served.index((me, "raised"))
+
+
+class Hanging:
+    """A tool handler whose every tool hangs until the test opens its gate; each call is
+    taken from its relay at once (its deadline is already past)."""
+
+    def __init__(self):
+        self.gate, self.taken = threading.Event(), 0
+
+    def __call__(self, tool, args, kwargs, deadline=None):
+        raise AssertionError("a relayed run answers through inline()")
+
+    def inline(self, tool, args, kwargs, deadline, watch):
+        watch.arm(time.monotonic() - 1, self._abandon)
+        self.gate.wait(120)
+        assert not watch.disarm()  # taken: this relay leaves the run alone
+        return None
+
+    def _abandon(self):
+        self.taken += 1
+        return CallOutcome(False, None, "t timed out")
+
+
+def test_many_takeovers_do_not_deepen_the_caller_s_stack(tmp_path):
+    """Each hung call is taken by the caller, who serves on and hands the next call to a new
+    relay: a loop, not a recursion (a program calling a hung tool with a tiny timeout in a
+    loop would otherwise end in RecursionError)."""
+    import inspect
+
+    calls = 60
+    handler = Hanging()
+    steps = [*START, *[["write", [1, CALL]]] * calls, ["result", 1]]
+    depth = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 60)  # room for one takeover's frames, not 60
+    try:
+        with fake_jail(tmp_path, steps) as jail:
+            outcome = run_on(jail, tool_handler=handler, tools=["t"], wall_s=60)
+    finally:
+        sys.setrecursionlimit(depth)
+        handler.gate.set()
+    assert outcome.status == "ok" and handler.taken == calls
 
 
 # --- end to end, in the real jail ---------------------------------------------------------------

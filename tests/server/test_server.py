@@ -280,6 +280,12 @@ def _running(server, sig: int | None):
     return client, [busy[0], *jail]
 
 
+def _alive(procs) -> list | None:
+    """PROCS when exactly one of them is alive (not a zombie), else None."""
+    alive = [p for p in procs if not _ended([p])]
+    return alive if len(alive) == 1 else None
+
+
 def _ended(procs) -> bool:
     for proc in procs:
         try:
@@ -382,55 +388,95 @@ def test_the_user_config_turns_a_running_server_off(server):
     assert not server.processes()
 
 
-def _raw_request(server, data: bytes, fds: list[int]) -> bytes:
-    """Send DATA (with FDS) to the server as this user; all it answers before it hangs up."""
+def _connect(server) -> socket.socket:
     folder = os.open(server.folder, os.O_PATH | os.O_DIRECTORY)
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(place.named(folder, place.SOCKET))
     finally:
         os.close(folder)
-    with sock:
-        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
-        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)] if fds else [])
-        sock.shutdown(socket.SHUT_WR)
-        sock.settimeout(PATIENCE_S)
-        answer = b""
-        try:
-            while chunk := sock.recv(4096):
-                answer += chunk
-        except ConnectionResetError:  # it hung up with our request unread
-            pass
+    sock.settimeout(PATIENCE_S)
+    return sock
+
+
+def _send(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)] if fds else [])
+
+
+def _rest(sock: socket.socket) -> bytes:
+    """All the server sends until it hangs up."""
+    answer = b""
+    try:
+        while chunk := sock.recv(4096):
+            answer += chunk
+    except ConnectionResetError:  # it hung up with what we sent unread
+        pass
     return answer
 
 
-def _run_request(argv: list[str]) -> bytes:
-    fields = wire.run_fields(place.identity(), 0o22, ["utf-8\0strict\0000"] * 3, argv, {})
+def _raw_request(server, data: bytes, fds: list[int]) -> bytes:
+    """Send DATA (with FDS) to the server as this user; all it answers before it hangs up."""
+    with _connect(server) as sock:
+        _send(sock, data, fds)
+        sock.shutdown(socket.SHUT_WR)
+        return _rest(sock)
+
+
+def _run_request(server, argv: list[str]) -> bytes:
+    """A RUN request with the identity of the console command (its import path starts with
+    its own folder, as the server's does)."""
+    code = (
+        f"import sys; sys.path[0] = {os.path.dirname(CONSOLE)!r}\n"
+        "from lackjail.server import place; print(place.identity().encode().hex())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=server.env, check=True
+    )
+    identity = bytes.fromhex(done.stdout.strip()).decode()
+    fields = wire.run_fields(identity, 0o22, ["utf-8\0strict\0000"] * 3, argv, {})
     return wire.request(wire.RUN, fields)
 
 
 def test_bad_requests_are_dropped_unread_and_the_server_serves_on(server):
+    """Not a request, cut short, too large, a field past its end, descriptors sent with the
+    request: the server hangs up with nothing answered. A COMMIT whose descriptors are not a
+    run's (one short, one too many, a folder as stdin, no folder as the working folder), or a
+    client that says anything but COMMIT: nothing runs."""
     server.start()
     cwd = os.open(server.work, os.O_PATH | os.O_DIRECTORY)
     try:
-        good = _run_request(["lackjail", "run", "-"])
+        good = _run_request(server, ["lackjail", "run", "-"])
         bad = [
-            (b"GET / HTTP/1.1\r\n\r\n", []),  # not a request
-            (good[:20], [0, 1, 2, cwd]),  # cut short
-            (wire.MAGIC + wire.RUN + (wire.MAX_BODY + 1).to_bytes(4, "big"), [0, 1, 2, cwd]),
-            (good, [0, 1, 2]),  # a descriptor short
-            (good, [0, 1, 2, cwd, cwd]),  # one too many
-            (good, [cwd, 1, 2, cwd]),  # a folder as stdin
-            (good, [0, 1, 2, 1]),  # no folder as the working folder
-            (good[:-3] + b"\xff\xff\xff", [0, 1, 2, cwd]),  # a field past its end
+            (b"GET / HTTP/1.1\r\n\r\n", []),
+            (good[:20], []),
+            (wire.MAGIC + wire.RUN + (wire.MAX_BODY + 1).to_bytes(4, "big"), []),
+            (good[:-3] + b"\xff\xff\xff", []),
+            (good, [0, 1, 2, cwd]),
         ]
         for data, fds in bad:
             assert _raw_request(server, data, fds) == b"", data[:40]
+        commits = [
+            (wire.message(wire.COMMIT), [0, 1, 2]),
+            (wire.message(wire.COMMIT), [0, 1, 2, cwd, cwd]),
+            (wire.message(wire.COMMIT), [cwd, 1, 2, cwd]),
+            (wire.message(wire.COMMIT), [0, 1, 2, 1]),
+            (wire.message(wire.SIGNAL, 2), [0, 1, 2, cwd]),
+        ]
+        for message, fds in commits:
+            with _connect(server) as sock:
+                _send(sock, good, [])
+                assert _rest_of(sock, wire.MESSAGE) == wire.message(wire.RUNNING)
+                _send(sock, message, fds)
+                assert _rest(sock) == b"", (message, fds)  # no exit code: nothing ran
     finally:
         os.close(cwd)
-    before = server.status()[1]
-    assert before == 0  # none of them ran
+    assert server.status()[1] == 0  # none of them ran
     assert server.run("run", "-", stdin="7").stdout == "7\n"
+
+
+def _rest_of(sock: socket.socket, size: int) -> bytes:
+    return sock.recv(size, socket.MSG_WAITALL)
 
 
 def test_another_user_is_refused_before_anything_is_read(server, tmp_path):
@@ -526,6 +572,38 @@ def test_the_folder_must_be_ours_alone_and_no_symlink(tmp_path, monkeypatch):
     runtime.chmod(0o755)  # a runtime folder not ours alone: the cache folder instead
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert place.folder_path() == str(tmp_path / "cache" / "lackjail" / "server")
+
+
+def test_a_server_that_does_not_answer_in_time_never_runs_the_command(server):
+    """The process that would take the command is stopped: the command waits READY_S, then
+    runs in its own process; resumed, that process finds no COMMIT and runs nothing."""
+    from lackjail.server import client
+
+    pid = server.start()
+    (waiting,) = server.wait_for(lambda: _alive(psutil.Process(pid).children()) or None)
+    (server.work / "count.txt").write_text("0")
+    program = 'write_file("count.txt", str(int(read_file("count.txt")) + 1))\n"done"\n'
+    waiting.suspend()
+    try:
+        began = time.monotonic()
+        done = server.run("run", "-", "--kit", "files", stdin=program)
+        assert (done.returncode, done.stdout) == (0, '"done"\n'), done.stderr
+        assert time.monotonic() - began >= client.READY_S
+    finally:
+        waiting.resume()
+    server.wait_for(lambda: _ended([waiting]))
+    assert (server.work / "count.txt").read_text() == "1"
+
+
+def test_no_server_starts_where_the_folder_is_not_ours_alone(server):
+    """A server folder that others may enter: the command runs in its own process and starts
+    no server that would only give up."""
+    server.folder.mkdir(mode=0o755)
+    server.folder.chmod(0o755)
+    for _ in range(2):
+        assert server.run("run", "-", stdin="9").stdout == "9\n"
+        assert not server.processes()
+    assert not (server.folder / place.SOCKET).exists()
 
 
 SETPRIV = "/usr/bin/setpriv"  # util-linux: runs a command with fewer rights
