@@ -22,7 +22,7 @@ from lackjail.bench.figures import BARE_START, CLI_RUN, CLI_RUN_ALONE, Figures
 SERVER_START_S = 60.0  # how long a first command's server may take to answer on a loaded host
 
 
-def startup_figures(repeats: int = 9) -> Figures:
+def startup_figures(repeats: int = 15) -> Figures:
     """Medians of REPEATS of each, alternated so that all three meet the same load: `lackjail
     run -` (the console script beside this interpreter, else `-m lackjail.cli`) reading `1`
     from stdin with the server running, the same in its own process, and `python -I -S -c

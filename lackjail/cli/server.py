@@ -37,7 +37,8 @@ def status():
         click.echo(f"no server answers in {place.folder_path()}")
         leave(1)
     pid, served = answer
-    click.echo(f"server {pid} answers in {place.folder_path()}; {served} commands run")
+    plural = "" if served == 1 else "s"
+    click.echo(f"server {pid} answers in {place.folder_path()}; {served} command{plural} run")
 
 
 @server.command()

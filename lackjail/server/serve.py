@@ -155,6 +155,7 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
             _reap()
             if not ready and time.monotonic() >= deadline:
                 return
+            asked = []  # answered once every note that came with them is counted
             for pair in ready:
                 note = _hear(pair)
                 if note == QUIT:
@@ -162,7 +163,7 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
                 if pair in busy and note in (RAN, COUNT):
                     served += note == RAN
                     if note == COUNT:
-                        _tell(pair, NUMBER + served.to_bytes(4, "big"))
+                        asked.append(pair)
                     continue
                 if pair is waiting:
                     waiting = None
@@ -173,6 +174,8 @@ def _loop(listener: socket.socket, lock: int, files: dict) -> None:
                     failures += 1  # it died before it took a command
                 busy.discard(pair)
                 pair.close()
+            for pair in asked:
+                _tell(pair, NUMBER + served.to_bytes(4, "big"))
     finally:
         for pair in busy:
             pair.close()

@@ -352,8 +352,19 @@ def test_a_stale_server_declines_and_the_command_runs_here_once(server):
 
 
 def test_the_server_ends_when_idle(server):
-    server.env["LACKJAIL_SERVER_IDLE_S"] = "1"
-    server.start()
+    """Started in the foreground with one second of patience, it serves, then ends by itself:
+    exit 0, its socket gone, no process of it (nor of its waiting jail) left."""
+    proc = subprocess.Popen(
+        [CONSOLE, "server", "serve"],
+        env={**server.env, "LACKJAIL_SERVER_IDLE_S": "1"},
+        cwd="/",
+    )
+    try:
+        assert proc.wait(PATIENCE_S) == 0
+    finally:
+        proc.kill()
+    assert (server.folder / place.LOCK).exists()  # it did take the folder
+    assert not (server.folder / place.SOCKET).exists()
     server.wait_for(server.gone)
 
 
@@ -606,86 +617,50 @@ def test_no_server_starts_where_the_folder_is_not_ours_alone(server):
     assert not (server.folder / place.SOCKET).exists()
 
 
-SETPRIV = "/usr/bin/setpriv"  # util-linux: runs a command with fewer rights
-LESS = [SETPRIV, "--no-new-privs", "--"]  # no_new_privs: what a sandboxed process has set
-CAPLESS = [SETPRIV, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", *LESS]
+def _on_a_terminal(server, args: list[str], answer: bytes, env=None) -> tuple[int, bytes]:
+    """Run the command with a terminal as its stdin and stderr (a pty), ANSWER typed ahead."""
+    import pty
 
-
-def _setpriv():
-    if not os.access(SETPRIV, os.X_OK):
-        pytest.skip("needs util-linux's setpriv to run a process with fewer rights")
-
-
-def test_a_root_without_capabilities_cannot_borrow_the_servers(server, tmp_path):
-    """A root process with no capabilities (a container's or a service's) cannot have the
-    server read what only a capable root reads (another user's private folder): the command
-    runs in its own process, refused there as it would be."""
-    user = others.ordinary_user()
-    if user is None:
-        pytest.skip("needs root to act as a root without capabilities")
-    _setpriv()
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    (victim / "secret.txt").write_text("TOP SECRET\n")
-    os.chmod(victim / "secret.txt", 0o600)
-    os.chown(victim / "secret.txt", user.pw_uid, user.pw_gid)
-    os.chown(victim, user.pw_uid, user.pw_gid)
-    os.chmod(victim, 0o700)
-    prog = server.work / "prog.lackpy"
-    prog.write_text('print(read_file("secret.txt"))\n')
-    server.start()
-    done = subprocess.run(
-        [*CAPLESS, CONSOLE, "run", str(prog), "--kit", "readonly", "--workspace", str(victim)],
-        capture_output=True, text=True, env=server.env, cwd=server.work, timeout=PATIENCE_S,
-    )  # fmt: skip
-    assert "TOP SECRET" not in done.stdout + done.stderr
-    assert done.returncode != 0 and "not readable" in done.stderr
-    assert server.status()[1] == 0  # the server ran nothing
-
-
-def test_a_peer_with_other_rights_is_hung_up_on_unread(server):
-    """A process of our uid under no_new_privs (the kernel's flag a sandbox sets) that speaks to
-    the socket directly is hung up on with nothing answered."""
-    _setpriv()
-    server.start()
-    code = (
-        "import socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "s.connect(sys.argv[1])\n"
-        "s.sendall(bytes.fromhex(sys.argv[2]))\n"
-        "s.settimeout(60)\n"
-        "try:\n"
-        "    print(repr(s.recv(100)))\n"
-        "except ConnectionResetError:\n"
-        "    print(repr(b''))\n"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [CONSOLE, *args],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env={**server.env, **(env or {})},
+        cwd=server.work,
     )
-    done = subprocess.run(
-        [*LESS, sys.executable, "-c", code, str(server.folder / place.SOCKET),
-         wire.request(wire.PING, []).hex()],
-        capture_output=True, text=True, timeout=PATIENCE_S,
-    )  # fmt: skip
-    assert (done.returncode, done.stdout) == (0, "b''\n"), done.stderr
-    assert _raw_request(server, wire.request(wire.PING, []), [])[:1] == wire.EXITED  # ours: yes
+    os.close(slave)
+    os.write(master, answer)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal's last holder is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(PATIENCE_S), shown
 
 
-def test_a_server_with_other_rights_is_refused_and_the_command_runs_here(server):
-    """A server under no_new_privs (one a sandboxed process of ours started): a client without
-    it hands it nothing and runs the command in its own process."""
-    _setpriv()
-    less = subprocess.Popen(
-        [*LESS, CONSOLE, "server", "serve"], env=server.env, cwd="/",
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    server.clients.append(less)
-    try:
-        server.wait_for(lambda: (server.folder / place.SOCKET).exists())
-        done = server.run("run", "-", stdin="8")
-        assert (done.returncode, done.stdout) == (0, "8\n")
-        seen = subprocess.run(
-            [*LESS, CONSOLE, "server", "status"], capture_output=True, text=True,
-            env=server.env, timeout=PATIENCE_S,
-        )  # fmt: skip
-        assert seen.returncode == 0 and seen.stdout.split()[-3] == "0", seen.stdout  # it ran none
-    finally:
-        subprocess.run([*LESS, CONSOLE, "server", "stop"], env=server.env, timeout=PATIENCE_S)
-        less.wait(timeout=PATIENCE_S)
+def test_approval_asks_on_the_clients_terminal_as_in_its_own_process(server):
+    """A tool call that needs approval asks on the client's terminal (its stdin is one, passed
+    as a descriptor); without a terminal it is denied; the same as in its own process."""
+    server.start()
+    before = server.status()[1]
+    (server.work / "ask.toml").write_text('name = "ask"\n[tools]\napproval = ["write_file"]\n')
+    (server.work / "prog.lackpy").write_text('write_file("asked.txt", "x")\n"ok"\n')
+    args = ["run", "prog.lackpy", "--kit", "files", "--policy", "ask.toml"]
+    outcomes = []
+    for env in ({}, {"LACKJAIL_SERVER": "0"}):
+        code, shown = _on_a_terminal(server, args, b"y\n", env)
+        assert code == 0 and b"allow write_file" in shown, shown
+        assert (server.work / "asked.txt").read_text() == "x"
+        (server.work / "asked.txt").unlink()
+        piped = server.run(*args, env=env)  # stdin a pipe: no terminal to ask
+        assert piped.returncode == 1 and "no terminal to ask" in piped.stderr + piped.stdout
+        outcomes.append((code, piped.returncode))
+    assert outcomes[0] == outcomes[1]
+    assert server.status()[1] == before + 2
