@@ -29,6 +29,9 @@ COST_PER_BYTE, COST_BASE = 60, 64 << 10
 # cost cap, nor the string and item caps, so encode() need not scan it (see there).
 MAX_COST_PER_BYTE = 92
 SCAN_FREE = COST_BASE // (MAX_COST_PER_BYTE - COST_PER_BYTE)
+# Every byte that is not a msgpack array or map header (fixmap, fixarray, array/map 16/32):
+# a body holding at most MAX_DEPTH bytes that could be one cannot nest deeper.
+NOT_CONTAINER = bytes(b for b in range(256) if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
 MAX_FRAMES = 64  # program frames in a run error's traceback (of a deeper chain, the innermost)
 MAX_FUNCTION = 200  # characters of a traceback frame's function name
 SPIN_S = 0.0001  # how long either side polls before it sleeps when an answer is due
@@ -277,10 +280,10 @@ def encode(msg: dict) -> bytes:
         raise ProtocolError(f"cannot encode {msg.get('t', '?')!r} frame: {exc}") from None
     if len(body) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME}-byte cap")
-    # Never send what the other side must refuse. Of a small body only its depth could be
-    # refused, and every value a frame carries is a plain copy (plain.MAX_DEPTH deep at most),
-    # for which MAX_DEPTH leaves room.
-    if len(body) > SCAN_FREE:
+    # Never send what the other side must refuse (the child decodes our frames unscanned). Of
+    # a small body only its depth could be refused, and it cannot be when it holds at most
+    # MAX_DEPTH bytes that could open a container (a count at C speed); else the full scan.
+    if len(body) > SCAN_FREE or len(body.translate(None, NOT_CONTAINER)) > MAX_DEPTH:
         scan(body)
     return HEADER.pack(len(body)) + body
 

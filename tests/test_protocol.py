@@ -182,6 +182,29 @@ def test_a_body_encode_need_not_scan_cannot_break_the_cost_cap(kind):
         protocol.scan(b"\xdc" + (4 * n).to_bytes(2, "big") + b"\x80" * (4 * n))
 
 
+@pytest.mark.parametrize("depth", [protocol.MAX_DEPTH - 2, protocol.MAX_DEPTH - 1, 100, 400])
+def test_a_small_frame_encode_sends_is_one_the_scan_accepts(depth):
+    """The child decodes the controller's frames without the scan: whatever encode() sends,
+    however small, must be a frame the scan accepts (here: nesting at and past the cap, in
+    bodies well under SCAN_FREE), and a small body merely holding bytes that look like
+    container headers (in a string) still encodes."""
+    msg = {"t": "return", "seq": 1, "ok": True, "value": _nest(depth), "error": None}
+    msg["stop"] = None
+    body = msgpack.packb(msg)
+    assert len(body) <= protocol.SCAN_FREE
+    try:
+        frame = protocol.encode(msg)
+    except protocol.ProtocolError:
+        with pytest.raises(protocol.ProtocolError, match="deeper"):
+            protocol.scan(body)
+        assert depth >= protocol.MAX_DEPTH - 1
+        return
+    protocol.scan(frame[4:])
+    assert protocol.decode(frame[4:], trusted=True) == msg
+    looks = {**msg, "value": b"\x91" * 500}
+    assert protocol.decode(protocol.encode(looks)[4:]) == looks
+
+
 def test_a_trusted_frame_is_still_checked_against_its_schema():
     body = protocol.encode({"t": "return", "seq": 1, "ok": True, "value": 1, "error": None})[4:]
     with pytest.raises(protocol.ProtocolError, match="wrong keys"):

@@ -11,6 +11,7 @@ from lackjail.bench.figures import (
     CHECK_NEW,
     CLI_RUN,
     COLD,
+    CROSS_FRAMED,
     FRESH_B2B,
     FRESH_SPARE,
     FRESH_SPARE_P99,
@@ -278,11 +279,18 @@ def _where(f: Figures) -> dict[str, str]:
                 else ""
             )
         )
+        framed = f.get(CROSS_FRAMED)
         out["host tool call vs monty's external call"] = (
             "a host tool call is a round trip between the child and the controller (a pipe "
-            f"round trip across CPUs: {trip:,.0f} us here) plus the kit's checks and a hop "
-            "to the thread that runs the tool under its timeout (so a hung tool cannot hold "
-            "the run); monty calls out within its own process"
+            f"round trip across CPUs: {trip:,.0f} us here"
+            + (
+                f"; a call frame and its answer through lackjail's wire, no kit: {framed:,.1f} us"
+                if framed is not None
+                else ""
+            )
+            + ") plus the kit's checks, run inline on a relay thread that the run's caller "
+            "watches (a hung tool times out, the run goes on); monty calls out within its "
+            "own process"
         )
     if reuse and trip is not None:
         out["reuse p50"] = (

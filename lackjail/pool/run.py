@@ -14,7 +14,9 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lackjail import protocol
 from lackjail.pool import relay
@@ -88,7 +90,7 @@ class Run:
         self.limits, self.runs_per_child = limits, runs_per_child
         # a handler that can run a tool on the calling thread (a ToolSession) lets the run's
         # calls be served by a relay thread (relay.py); None: each call goes through the handler
-        self._inline = getattr(tool_handler, "inline", None)
+        self._inline: Callable[..., Any] | None = getattr(tool_handler, "inline", None)
         self._watch: relay.Watch | None = None  # set while a relay thread serves the run
         self._revoked = False  # the caller was interrupted: the relay must let the run go
         self._calling: dict | None = None  # the call frame being answered
@@ -345,8 +347,10 @@ class Run:
             while not done.wait(watch.wait_s()):
                 abandon = watch.take()
                 if abandon is not None:
+                    call = self._calling
+                    assert call is not None  # a call is armed only while it is being answered
                     self._watch = None
-                    self._reply(self._calling, abandon(), deadline)
+                    self._reply(call, abandon(), deadline)
                     self._spin = True
                     return None
         except BaseException:
@@ -368,7 +372,7 @@ class Run:
         self._calling = call
         if self.tool_handler is None:
             out = None
-        elif self._watch is not None:
+        elif self._watch is not None and self._inline is not None:
             args = (call["tool"], call["args"], call["kwargs"], deadline, self._watch)
             out = self._inline(*args)
             if out is None or self._revoked:

@@ -4,11 +4,12 @@ and a jail started, and exits as the command did there.
 It sends its arguments, environment, umask and the text settings of its streams, then (once
 the server is ready) its stdin, stdout, stderr and working folder as descriptors, so the
 command reads, writes and resolves paths exactly as it would in this process; it forwards
-SIGINT, SIGTERM and SIGHUP while the command runs. A server of another uid is refused.
-Nothing is run twice: the server runs the command only once this process has said COMMIT,
-after the server said it is ready to; before that (a decline, no answer within READY_S, a
-signal) `hand_over` returns and the caller runs the command itself; after it the server's
-outcome is this command's, a lost server an error.
+SIGINT, SIGTERM and SIGHUP while the command runs. A server of another uid, or with other
+rights than this process (`place.context`: capabilities, seccomp, namespaces, cgroups,
+rlimits), is refused. Nothing is run twice: the server runs the command only once this
+process has said COMMIT, after the server said it is ready to; before that (a decline, no
+answer within READY_S, a signal) `hand_over` returns and the caller runs the command itself;
+after it the server's outcome is this command's, a lost server an error.
 
 Imports: the standard library's C modules and `os`, nothing that costs start-up time.
 """
@@ -42,6 +43,8 @@ def connect() -> _socket.socket | None:
         sock.connect(place.named(folder, place.SOCKET))
         if peer_uid(sock) != os.geteuid():
             raise OSError("the server is another user's")
+        if place.peer_context(sock) != place.context():
+            raise OSError("the server has other rights than this process")
     except OSError:
         sock.close()
         return None

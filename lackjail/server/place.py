@@ -9,6 +9,8 @@ install's mark. The standard library only, and none of its slower modules: the c
 this before anything else.
 """
 
+import _signal
+import _socket
 import os
 import sys
 import zlib
@@ -19,6 +21,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INSTALL = f"{zlib.crc32(f'{sys.executable}\0{HERE}'.encode()):08x}"
 SOCKET = f"server-{INSTALL}.sock"
 LOCK = f"server-{INSTALL}.lock"
+SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer that connected
+# what the kernel lets a process do beyond its uid: /proc/PID/status lines, namespaces, files
+STATUS = (b"Uid:", b"Gid:", b"Groups:", b"CapInh:", b"CapPrm:", b"CapEff:", b"CapBnd:",
+          b"CapAmb:", b"NoNewPrivs:", b"Seccomp:", b"Seccomp_filters:")  # fmt: skip
+NAMESPACES = ("mnt", "user", "pid", "net", "ipc", "uts", "cgroup", "time")
+CONFINED_BY = ("cgroup", "limits", "attr/current")
 
 
 def identity() -> str:
@@ -37,6 +45,70 @@ def identity() -> str:
     groups = ",".join(map(str, sorted({os.getegid(), *os.getgroups()})))
     encoding = f"{sys.getfilesystemencoding()}:{sys.flags.utf8_mode}"
     return "\0".join([sys.version, sys.executable, package, groups, encoding, *seen, *sys.path])
+
+
+def context(pid: int | str = "self") -> list[bytes]:
+    """What process PID may do beyond its uid: its ids, groups and capabilities, no_new_privs
+    and seccomp filters, namespaces and root folder, cgroups, rlimits and security label. A
+    command runs in the server only when the client's and the server's are the same: else a
+    client with fewer rights (a root without capabilities, a process under seccomp, in another
+    namespace or cgroup) would have a server with more act for it, and a client would hand its
+    stdio and environment to a server with fewer. What cannot be read is b"-"."""
+    base = f"/proc/{pid}/"
+    status = _read(base + "status")
+    seen = [line for line in status.splitlines() if line.startswith(STATUS)] or [b"-"]
+    for name in NAMESPACES:
+        try:
+            seen.append(os.readlink(base + "ns/" + name).encode())
+        except OSError:
+            seen.append(b"-")
+    try:
+        info = os.stat(base + "root")
+        seen.append(f"{info.st_dev}:{info.st_ino}".encode())
+    except OSError:
+        seen.append(b"-")
+    return seen + [_read(base + name) for name in CONFINED_BY]
+
+
+def peer_context(sock: _socket.socket) -> list[bytes] | None:
+    """The `context` of the process at the other end of SOCK, the one that connected (its
+    pidfd, checked alive after the reads: its pid named no other process meanwhile); None when
+    it cannot be told."""
+    cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    pid = int.from_bytes(cred[:4], sys.byteorder)
+    try:
+        pidfd = sock.getsockopt(_socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError:  # a kernel before 6.5: the pid's process now
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return None
+    try:
+        seen = context(pid)
+        _signal.pidfd_send_signal(pidfd, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(pidfd)
+    return seen
+
+
+def _read(path: str) -> bytes:
+    """A kernel file of /proc, whole; b"-" when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b"-"
+    try:
+        data, chunk = b"", b"-"
+        while chunk and len(data) < 1 << 16:
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
+        return data
+    except OSError:
+        return b"-"
+    finally:
+        os.close(fd)
 
 
 def alone(info: os.stat_result) -> bool:

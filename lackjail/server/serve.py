@@ -326,6 +326,8 @@ class Request:
         try:
             if client.peer_uid(self.conn) != os.geteuid():
                 raise wire.BadRequest("a peer of another user")
+            if place.peer_context(self.conn) != place.context():
+                raise wire.BadRequest("a peer with other rights (it runs the command itself)")
             self.conn.settimeout(REQUEST_S)
             kind, fields = self._read()
         except (OSError, wire.BadRequest):

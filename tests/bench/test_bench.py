@@ -167,7 +167,7 @@ def test_where_the_time_goes_is_worded_from_the_figures():
     assert "160 us after 10 ms idle against 16 us back to back (10.0x)" in spare
     call = judged["host tool call vs monty's external call"].where
     assert "a pipe round trip across CPUs: 80 us here" in call
-    assert "a hop to the thread that runs the tool under its timeout" in call
+    assert "run inline on a relay thread that the run's caller watches" in call
     assert judged["cold start to first result"].where == ""  # no figure, no words
     table = _markdown(figures, list(judged.values()))
     assert "Where the time goes, for each goal not met" in table

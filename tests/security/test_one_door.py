@@ -35,6 +35,8 @@ ALLOWED = {
     "and the jail's log: an anonymous file in memory (memfd), no path at all",
     ("server/client.py", "os.open"): "the working folder itself ('.', O_PATH), handed to the "
     "server as it is",
+    ("server/place.py", "os.open"): "/proc/self and /proc/PID of the server's peer (read only): "
+    "the kernel's files of a process",
     ("server/serve.py", "open"): "/proc/self/maps and /proc/PID/task/TID/children: the "
     "kernel's files of this very process",
     ("server/serve.py", "os.open"): "/dev/null, put over a finished command's stdio",

@@ -94,7 +94,9 @@ class ToolSession:
         doing. DEADLINE (time.monotonic) is the run's: a call still running then is abandoned
         and its outcome has the verdict `timeout`. The tool runs on the session's tool thread.
         """
-        return self._call(name, args, kwargs, deadline, None)
+        outcome = self._call(name, args, kwargs, deadline, None)
+        assert outcome is not None  # without a watch no one can take the call from this thread
+        return outcome
 
     __call__ = call  # a run's tool handler
 

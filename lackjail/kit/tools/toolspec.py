@@ -96,9 +96,10 @@ def _exact_types(text: str) -> frozenset | None:
     """The exact types a declared type allows, worked out once per type (None: any)."""
     kinds: set = set()
     for base in parse_type(text, "argument"):
-        if TYPES[base] is None:
+        allowed = TYPES[base]
+        if allowed is None:
             return None
-        kinds.update(TYPES[base])
+        kinds.update(allowed)
     return frozenset(kinds)
 
 
