@@ -277,6 +277,8 @@ def _wait_and_run(listener: socket.socket, server: socket.socket, files: dict) -
         if not warmed:
             warm_up()
             warmed = True
+            # what the warm-up imported is checked too, from how it was then
+            files = {**code_files(), **files}
     conn, _ = listener.accept()
     listener.close()
     server.sendall(ACCEPTED)
