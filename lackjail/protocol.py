@@ -278,14 +278,21 @@ def encode(msg: dict) -> bytes:
         body = msgpack.packb(msg, use_bin_type=True, strict_types=False)
     except (ValueError, TypeError, OverflowError) as exc:
         raise ProtocolError(f"cannot encode {msg.get('t', '?')!r} frame: {exc}") from None
+    return HEADER.pack(len(body)) + sendable(body)
+
+
+def sendable(body: bytes) -> bytes:
+    """BODY, when decode() takes a body of its shape (size, depth, strings, items, cost):
+    never send what the other side must refuse (the child decodes our frames unscanned, and a
+    controller process that sends a refused frame is taken for a broken one). ProtocolError.
+
+    Of a small body only its depth could be refused, and it cannot be when it holds at most
+    MAX_DEPTH bytes that could open a container (a count at C speed); else the full scan."""
     if len(body) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME}-byte cap")
-    # Never send what the other side must refuse (the child decodes our frames unscanned). Of
-    # a small body only its depth could be refused, and it cannot be when it holds at most
-    # MAX_DEPTH bytes that could open a container (a count at C speed); else the full scan.
     if len(body) > SCAN_FREE or len(body.translate(None, NOT_CONTAINER)) > MAX_DEPTH:
         scan(body)
-    return HEADER.pack(len(body)) + body
+    return body
 
 
 def frame_length(header: bytes, limit: int = MAX_FRAME) -> int:

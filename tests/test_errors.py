@@ -13,11 +13,14 @@ from lackjail.errors import HostError, InputError, LackjailError, ToolCallError
 
 # What the jail mounts cannot import lackjail.errors; their errors never reach a caller.
 JAIL_SIDE = ("lackjail.lang", "lackjail.worker", "lackjail.protocol", "lackjail.plain")
+# The `lackjail run` thin client's wire imports nothing it can spare (start-up time); its error
+# never reaches a caller either (the server hangs up on a request it cannot read).
+THIN_CLIENT = ("lackjail.server.wire",)
 
 
 def _modules():
     for info in pkgutil.walk_packages(lackjail.__path__, "lackjail."):
-        if info.name.startswith(JAIL_SIDE) or info.name.endswith("__main__"):
+        if info.name.startswith(JAIL_SIDE + THIN_CLIENT) or info.name.endswith("__main__"):
             continue
         try:
             yield importlib.import_module(info.name)

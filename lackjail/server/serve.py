@@ -69,8 +69,9 @@ DATA = ("images", "policies")  # the package's folders of data a run reads (`cod
 
 
 def start_if_wanted() -> None:
-    """Start the server for the next command unless the user's config turns it off or there is
-    no folder of the user's alone to serve in (`place.open_folder`): detached
+    """Start the server for the next command unless the user's config turns it off, there is
+    no folder of the user's alone to serve in (`place.open_folder`), or a server holds it:
+    detached
     (a session of its own, stdio on /dev/null, the root folder as its working folder), through
     this console command."""
     if not _server_wanted():
@@ -78,7 +79,16 @@ def start_if_wanted() -> None:
     folder = place.open_folder(create=True)
     if folder is None:  # no folder of ours alone to serve in: a server would only give up
         return
-    os.close(folder)
+    try:
+        lock = open_at(folder, place.LOCK, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(lock)
+    except OSError:  # a server lives (one this command would not talk to, or one ending)
+        return
+    finally:
+        os.close(folder)
     script = os.path.abspath(sys.argv[0])
     try:
         subprocess.Popen(
@@ -277,6 +287,8 @@ def _wait_and_run(listener: socket.socket, server: socket.socket, files: dict) -
         if not warmed:
             warm_up()
             warmed = True
+            # what the warm-up imported is checked too, from how it was then
+            files = {**code_files(), **files}
     conn, _ = listener.accept()
     listener.close()
     server.sendall(ACCEPTED)
@@ -560,8 +572,10 @@ def _adopt_descriptors(fds: list[int], streams: list[str]) -> None:
     os.fchdir(fds[3])
     for fd in fds:
         os.close(fd)
-    sys.stdin, sys.stdout, sys.stderr = (_stream(fd, s) for fd, s in enumerate(streams))
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    for fd, (name, settings) in enumerate(zip(("stdin", "stdout", "stderr"), streams)):
+        stream = _stream(fd, settings)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _stream(fd: int, settings: str):
@@ -576,11 +590,14 @@ def _stream(fd: int, settings: str):
         codecs.lookup_error(errors)
     except LookupError:
         encoding, errors = "utf-8", "strict"
-    line, through, raw = (flags + "000")[:3] == "1", flags[1:2] == "1", flags[2:3] == "1"
-    mode = "rb" if fd == 0 else "wb"
-    layer = io.FileIO(fd, mode, closefd=False)
-    if not raw or fd == 0:
-        layer = io.BufferedReader(layer) if fd == 0 else io.BufferedWriter(layer)
+    line, through, raw = (flag == "1" for flag in (flags + "000")[:3])
+    layer: io.RawIOBase | io.BufferedIOBase = io.FileIO(
+        fd, "rb" if fd == 0 else "wb", closefd=False
+    )
+    if fd == 0:
+        layer = io.BufferedReader(layer)
+    elif not raw:
+        layer = io.BufferedWriter(layer)
     return io.TextIOWrapper(
         layer, encoding, errors, newline="\n", line_buffering=line, write_through=through
     )

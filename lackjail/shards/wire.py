@@ -63,16 +63,15 @@ FROM_SHARD = frozenset(SCHEMAS) - TO_SHARD
 
 
 def encode(msg: dict) -> bytes:
-    """One frame of MSG; ProtocolError when it cannot be packed or exceeds the frame cap."""
+    """One frame of MSG; ProtocolError when it cannot be packed or the other side's decode
+    would refuse it (`protocol.sendable`): a value that came out of a jail may pass the jail's
+    frame and not this one (whose other fields differ in size), and a refused frame ends the
+    channel with every run on it."""
     try:
         body = msgpack.packb(msg, use_bin_type=True)
     except (ValueError, TypeError, OverflowError) as exc:
         raise protocol.ProtocolError(f"cannot encode {msg.get('t')!r} frame: {exc}") from None
-    if len(body) > protocol.MAX_FRAME:
-        raise protocol.ProtocolError(
-            f"frame of {len(body)} bytes exceeds the {protocol.MAX_FRAME}-byte cap"
-        )
-    return protocol.HEADER.pack(len(body)) + body
+    return protocol.HEADER.pack(len(body)) + protocol.sendable(body)
 
 
 def read(reader, expect: frozenset) -> dict:

@@ -445,7 +445,7 @@ def _run_request(server, argv: list[str]) -> bytes:
         [sys.executable, "-c", code], capture_output=True, text=True, env=server.env, check=True
     )
     identity = bytes.fromhex(done.stdout.strip()).decode()
-    fields = wire.run_fields(identity, 0o22, ["utf-8\0strict\0000"] * 3, argv, {})
+    fields = wire.run_fields(identity, 0o22, ["utf-8\x00strict\x00000"] * 3, argv, {})
     return wire.request(wire.RUN, fields)
 
 

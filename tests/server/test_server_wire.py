@@ -9,7 +9,8 @@ from lackjail.userconfig import ConfigError, server_enabled, user_defaults
 
 def _fields(argv=("lackjail", "run", "-"), env=None):
     environ = {b"HOME": b"/home/u", b"EMPTY": b""} if env is None else env
-    return wire.run_fields("the install", 0o22, ["utf-8\0strict\0000"] * 3, list(argv), environ)
+    streams = ["utf-8\x00strict\x00000"] * 3
+    return wire.run_fields("the install", 0o22, streams, list(argv), environ)
 
 
 def test_a_run_request_reads_back_as_it_was_sent():
@@ -20,7 +21,7 @@ def test_a_run_request_reads_back_as_it_was_sent():
     assert run.identity == "the install" and run.umask == 0o22
     assert run.argv == ["lackjail", "run", "caf\udce9.lackpy"]  # undecodable bytes kept
     assert run.environ == {b"HOME": b"/home/u", b"EMPTY": b""}
-    assert run.streams == ["utf-8\0strict\0000"] * 3
+    assert run.streams == ["utf-8\x00strict\x00000"] * 3
 
 
 @pytest.mark.parametrize(
@@ -115,3 +116,24 @@ def test_a_bad_server_table_names_the_key_and_the_fix(tmp_path, monkeypatch, tex
         server_enabled()
     with pytest.raises(ConfigError, match=says):  # every command that reads the config says so
         user_defaults()
+
+
+def test_the_commands_streams_are_set_up_as_the_clients_were(tmp_path):
+    """Encoding, errors, line buffering, write-through and an unbuffered binary layer (-u) as
+    the client's interpreter chose them; an unknown encoding falls back to UTF-8."""
+    import io
+    import os
+
+    from lackjail.server.serve import _stream
+
+    read, write = os.pipe()
+    tty_like = _stream(write, "latin-1\x00backslashreplace\x00100")
+    assert (tty_like.encoding, tty_like.errors) == ("latin-1", "backslashreplace")
+    assert tty_like.line_buffering and not tty_like.write_through
+    assert isinstance(tty_like.buffer, io.BufferedWriter)
+    unbuffered = _stream(write, "utf-8\x00strict\x00011")
+    assert not unbuffered.line_buffering and unbuffered.write_through
+    assert isinstance(unbuffered.buffer, io.FileIO)
+    assert _stream(write, "no-such-codec\x00strict\x00000").encoding == "utf-8"
+    os.close(read)
+    os.close(write)
