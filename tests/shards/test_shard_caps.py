@@ -64,3 +64,21 @@ def test_a_value_between_the_caps_fails_its_run_not_its_controller_process(requi
         assert "cannot be sent" in result.errors[0]["message"]
         assert jail.pool.pids() == pids  # no controller process was killed
         assert [r.value for r in jail.map([f"{i} * 2" for i in range(6)])] == [0, 2, 4, 6, 8, 10]
+
+
+@pytest.mark.nsjail
+def test_a_tool_result_the_shard_would_refuse_fails_the_call_not_the_shard(require_nsjail):
+    """A host tool's result that breaks the wire's cost cap (many empty maps) is that call's
+    error, as in one process; the shard that asked for it serves on."""
+
+    def many(n: int) -> list:
+        """N empty maps."""
+        return [{} for _ in range(n)]
+
+    with Jail(workers=2, processes=2, tools=[many]) as jail:
+        pids = jail.pool.pids()
+        result = jail.run("many(20000)")
+        assert result.status == "error", result
+        assert "cannot be sent" in result.errors[0]["message"], result.errors
+        assert jail.pool.pids() == pids
+        assert [r.value for r in jail.map(["len(many(3))", "1", "2", "3"])] == [3, 1, 2, 3]
