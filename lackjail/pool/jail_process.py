@@ -23,11 +23,12 @@ import select
 import signal
 import socket
 import stat
+import threading
 import time
 
 from lackjail import protocol
 from lackjail.errors import HostError
-from lackjail.pool.spawn import Spawned, kill_and_reap, spawn
+from lackjail.pool.spawn import Spawned, kill_and_reap, signal_children, spawn, wait_ended
 
 CTRL_FRAMES = ("spawned", "done", "pong", "limited", "loaded")
 MAX_PENDING_FDS = 8  # descriptors received ahead of their `spawned` frames
@@ -135,6 +136,8 @@ class JailProcess:
         self.pidfd = os.pidfd_open(self.pid)
         self.alive = True  # until its pidfd says it ended or its control socket closes
         self._reaped = False
+        self._killing = threading.Lock()  # `signal_kill` (another thread) against `kill`
+        self._signalled: list[int] = []  # pidfds of the zygotes `signal_kill` killed
 
     # -- the control socket ----------------------------------------------
 
@@ -380,15 +383,27 @@ class JailProcess:
         """End the jail at once, reap it (every process of it ended: `kill_and_reap`) and close
         everything; safe to call twice."""
         self.alive = False
-        if not self._reaped:
-            kill_and_reap(self._proc)  # the Popen reaps, so it never reaps behind our back
-            self._reaped = True
+        with self._killing:
+            if not self._reaped:
+                kill_and_reap(self._proc)  # the Popen reaps, so it never reaps behind our back
+                self._reaped = True
+            # a zygote `signal_kill` ended is no child of ours any more once nsjail is reaped:
+            # waited for here, so that no process of the jail outlives this call
+            signalled, self._signalled = self._signalled, []
+        wait_ended(signalled)
         self.close()
 
     def signal_kill(self) -> None:
-        """SIGKILL the jail's processes and nothing else: whoever holds it sees it end. Until
-        it is reaped the zygote's pid (even as a zombie) keeps the group id ours alone."""
-        if not self._reaped:
+        """SIGKILL the jail's processes and nothing else, without waiting: whoever holds it
+        sees it end (`kill` then waits until every one has ended). The zygote is killed
+        first, by its pidfd: nsjail gives it a session of its own, which the group's kill
+        misses, and with nsjail gone it would end only at the parent-death signal, maybe
+        after this process had exited. Until the jail is reaped its pid (even as a zombie)
+        keeps the group id ours alone."""
+        with self._killing:
+            if self._reaped:
+                return
+            self._signalled += signal_children(self.pid)
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -81,16 +81,26 @@ def end_tree(pid: int, wait_s: float = 10.0) -> None:
 
 def _kill_children(pid: int, wait_s: float) -> None:
     """SIGKILL PID's children and wait until they have ended (at most WAIT_S)."""
+    wait_ended(signal_children(pid), wait_s)
+
+
+def signal_children(pid: int) -> list[int]:
+    """SIGKILL PID's children now, without waiting; their pidfds, for `wait_ended`."""
     children = _child_pidfds(pid)
+    for pidfd in children:
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return children
+
+
+def wait_ended(pidfds: list[int], wait_s: float = 10.0) -> None:
+    """Wait until every process of PIDFDS has ended (at most WAIT_S), then close PIDFDS."""
     try:
-        for pidfd in children:
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        _wait_all(children, time.monotonic() + wait_s)
+        _wait_all(pidfds, time.monotonic() + wait_s)
     finally:
-        for pidfd in children:
+        for pidfd in pidfds:
             os.close(pidfd)
 
 

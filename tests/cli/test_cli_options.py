@@ -298,6 +298,62 @@ def test_ctrl_c_during_a_run_keeps_its_output(stream, tmp_path, require_nsjail):
     assert (last["event"], last["status"], last["output"]) == ("result", "interrupted", "started\n")
 
 
+def _running() -> dict[int, tuple[int, str]]:
+    """Every process that has not ended (a zombie has): pid -> (parent pid, start time)."""
+    found = {}
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] not in "ZX":
+            found[int(name)] = (int(fields[1]), fields[19])
+    return found
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """PID's processes below it now: pid -> start time (a reused pid is another process)."""
+    running, found = _running(), {pid}
+    while more := {p for p, (parent, _) in running.items() if parent in found} - found:
+        found |= more
+    return {p: running[p][1] for p in found - {pid}}
+
+
+def test_ctrl_c_leaves_no_process_of_the_jail(tmp_path, require_nsjail):
+    """A real SIGINT while a long program runs in the command's own process (no server): when
+    the command has exited, every process of its jail (nsjail, the zygote nsjail puts in a
+    session of its own, the child running the program) has ended, none left to die later."""
+    (tmp_path / "slow.toml").write_text('name = "slow"\n[limits]\nwall_s = 600.0\ncpu_s = 600\n')
+    program = "print('started')\ntotal = 0\nfor i in range(10000000000):\n    total = total + i\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from lackjail.console import main; main()"]
+        + ["run", "-", "--policy", str(tmp_path / "slow.toml")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(LACKJAIL_SERVER="0"),
+        text=True,
+    )
+    try:
+        proc.stdin.write(program)
+        proc.stdin.close()
+        assert select.select([proc.stdout], [], [], 120)[0], "nothing shown while it ran"
+        assert proc.stdout.readline() == "started\n"
+        jail = _descendants(proc.pid)  # the program runs: its child is forked, so all are there
+        assert len(jail) >= 3, jail  # nsjail, its zygote, the child running the program
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 130, err
+    finally:
+        proc.kill()
+        proc.wait()
+    running = _running()
+    left = {pid: start for pid, start in jail.items() if running.get(pid, (0, ""))[1] == start}
+    assert not left, f"processes of the jail outlived the command: {left}"
+
+
 def test_ctrl_c_while_a_tool_call_awaits_approval(tmp_path, require_nsjail):
     """The question is asked from the thread that runs the program; Ctrl-C (in the main thread)
     still ends the run at once: the question is denied, exit 130, nothing hangs."""

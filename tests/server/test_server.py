@@ -208,6 +208,32 @@ def test_the_workspace_config_is_found_from_the_clients_folder(server):
     assert server.status()[1] == before + 1
 
 
+def test_back_to_back_commands_of_two_workspaces_each_get_their_own_config(server, tmp_path):
+    """Two workspaces whose `.lackjail/config.toml` choose different kits (files: the program
+    may write; readonly: it may not), run in turn through one server: each command reads its
+    own workspace's, none gets what the command before it read, and each shows what it shows
+    in its own process."""
+    server.start()
+    before = server.status()[1]
+    places = {}
+    for name, kit in (("writes", "files"), ("reads", "readonly")):
+        places[name] = tmp_path / name
+        (places[name] / ".lackjail").mkdir(parents=True)
+        (places[name] / ".lackjail" / "config.toml").write_text(f'[defaults]\nkit = "{kit}"\n')
+    program = 'write_file("new.txt", "x")\n"wrote"\n'
+    for name in ("writes", "reads", "writes", "reads"):
+        served = server.run("run", "-", "--json", stdin=program, cwd=places[name])
+        wrote = (places[name] / "new.txt").exists()
+        (places[name] / "new.txt").unlink(missing_ok=True)
+        alone = server.run(
+            "run", "-", "--json", stdin=program, cwd=places[name], env={"LACKJAIL_SERVER": "0"}
+        )
+        assert comparable(served, True) == comparable(alone, True), name
+        assert (served.returncode, wrote) == ((0, True) if name == "writes" else (2, False))
+        (places[name] / "new.txt").unlink(missing_ok=True)
+    assert server.status()[1] == before + 4
+
+
 def test_the_clients_environment_is_the_commands(server, tmp_path):
     """A user config home the server was not started with ([defaults] kit = "files"): the
     command finds it from the client's environment."""
