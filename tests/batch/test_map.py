@@ -1,4 +1,5 @@
-"""Jail.map, Jail.as_completed and AsyncJail.map through the real jail."""
+"""Jail.map, Jail.as_completed and AsyncJail.map through the real jail; the contract tests on
+the module's jail run in one controller process and over two shards (lackjail/shards)."""
 
 import asyncio
 import itertools
@@ -9,9 +10,9 @@ from lackjail.api import AsyncJail, Jail
 from lackjail.pool import PoolError
 
 
-@pytest.fixture(scope="module")
-def jail(require_nsjail):
-    with Jail(policy="default", workers=2) as j:
+@pytest.fixture(scope="module", params=[1, 2], ids=["one process", "two shards"])
+def jail(request, require_nsjail):
+    with Jail(policy="default", workers=2, processes=request.param) as j:
         yield j
 
 

@@ -10,7 +10,7 @@ import sys
 
 import others
 import pytest
-from test_server import CONSOLE, PATIENCE_S, Server, _raw_request
+from test_server import CONSOLE, PATIENCE_S, PEER_PROBE, Server, _raw_request
 
 from lackjail.server import place, wire
 
@@ -64,17 +64,7 @@ def test_a_peer_with_other_rights_is_hung_up_on_unread(server):
     the socket directly is hung up on with nothing answered."""
     _setpriv()
     server.start()
-    code = (
-        "import socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "s.connect(sys.argv[1])\n"
-        "s.sendall(bytes.fromhex(sys.argv[2]))\n"
-        "s.settimeout(60)\n"
-        "try:\n"
-        "    print(repr(s.recv(100)))\n"
-        "except ConnectionResetError:\n"
-        "    print(repr(b''))\n"
-    )
+    code = PEER_PROBE
     done = subprocess.run(
         [*LESS, sys.executable, "-c", code, str(server.folder / place.SOCKET),
          wire.request(wire.PING, []).hex()],

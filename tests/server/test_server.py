@@ -452,6 +452,21 @@ def _rest(sock: socket.socket) -> bytes:
     return answer
 
 
+# a peer that speaks to the socket itself (argv: the socket, a request in hex) and prints what
+# it was answered before the server hung up
+PEER_PROBE = (
+    "import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    "s.connect(sys.argv[1])\n"
+    "s.sendall(bytes.fromhex(sys.argv[2]))\n"
+    "s.settimeout(60)\n"
+    "try:\n"
+    "    print(repr(s.recv(100)))\n"
+    "except ConnectionResetError:\n"
+    "    print(repr(b''))\n"
+)
+
+
 def _raw_request(server, data: bytes, fds: list[int]) -> bytes:
     """Send DATA (with FDS) to the server as this user; all it answers before it hangs up."""
     with _connect(server) as sock:
@@ -530,17 +545,7 @@ def test_another_user_is_refused_before_anything_is_read(server, tmp_path):
             above.chmod(above.stat().st_mode | 0o005)
     os.link(server.folder / place.SOCKET, public / "sock")
     os.chmod(public / "sock", 0o777)
-    code = (
-        "import socket, sys\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "s.connect(sys.argv[1])\n"
-        "s.sendall(bytes.fromhex(sys.argv[2]))\n"
-        "s.settimeout(60)\n"
-        "try:\n"
-        "    print(repr(s.recv(100)))\n"
-        "except ConnectionResetError:\n"
-        "    print(repr(b''))\n"
-    )
+    code = PEER_PROBE
     request = wire.request(wire.PING, []).hex()
     done = subprocess.run(
         ["runuser", "-u", user.pw_name, "--", "/usr/bin/python3", "-c", code,
