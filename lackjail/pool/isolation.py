@@ -79,6 +79,15 @@ class Launcher:
             shutil.rmtree(self.private_dir, ignore_errors=True)
 
 
+def launcher(level: str, zygote_args: str) -> Launcher:
+    """The launcher of zygotes at isolation LEVEL (nsjail, landlock, else seccomp only)."""
+    if level == "nsjail":
+        return nsjail_launcher(zygote_args)
+    if level == "landlock":
+        return landlock_launcher(zygote_args)
+    return seccomp_launcher(zygote_args)
+
+
 def zygote_config(
     limits,
     mode: str,

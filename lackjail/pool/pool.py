@@ -32,7 +32,7 @@ from lackjail.pool import early, isolation
 from lackjail.pool import image as images
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
-from lackjail.pool.session import SESSION_RUNS, SessionJail, SessionJails
+from lackjail.pool.session import SessionJail, SessionJails, session_jails
 
 PING_EVERY_S = 5.0  # an idle jail is pinged when it has been idle this long
 PING_TIMEOUT_S = 1.0  # a jail that does not answer within this is stuck: killed, replaced
@@ -101,7 +101,6 @@ class Pool:
         os.set_blocking(self._wake_w, False)
         self.launcher: isolation.Launcher | None = None
         # the zygotes of sessions' jails (session_jail)
-        self._session_launcher: isolation.Launcher | None = None
         self._session_jails: SessionJails | None = None
         started = time.monotonic()
         first = self._start_first(isolation_level or policy.isolation, bool(isolation_level))
@@ -170,7 +169,7 @@ class Pool:
         failures = []
         for level in levels:
             try:
-                self.launcher = _launcher(level, args)
+                self.launcher = isolation.launcher(level, args)
                 return self._start_now()
             except (isolation.IsolationError, images.ImageError, JailDied, OSError) as exc:
                 failures.append((level, str(exc)))
@@ -542,23 +541,7 @@ class Pool:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._session_jails is None:
-                args = isolation.zygote_config(
-                    self.limits,
-                    "reuse",
-                    SESSION_RUNS,
-                    spares=1,
-                    python_level=self.python_level,
-                    load_all=True,
-                )
-                # the level the pool's own jails run at, never a weaker one
-                self._session_launcher = _launcher(self.isolation, args)
-                self._session_jails = SessionJails(
-                    self._session_launcher,
-                    self.max_frame,
-                    self.limits.memory_mb,
-                    self.policy.pool.start_timeout_s,
-                    self.policy.pool.kill_grace_s,
-                )
+                self._session_jails = session_jails(self.isolation, self.policy, self.python_level)
             jails = self._session_jails
         return jails.take()
 
@@ -625,16 +608,8 @@ class Pool:
     def _close_launcher(self) -> None:
         if self.launcher is not None:
             self.launcher.close()
-        if self._session_launcher is not None:
-            self._session_launcher.close()
-
-
-def _launcher(level: str, zygote_args: str) -> isolation.Launcher:
-    if level == "nsjail":
-        return isolation.nsjail_launcher(zygote_args)
-    if level == "landlock":
-        return isolation.landlock_launcher(zygote_args)
-    return isolation.seccomp_launcher(zygote_args)
+        if self._session_jails is not None:
+            self._session_jails.launcher.close()
 
 
 def _drain(fd: int) -> None:

@@ -15,6 +15,7 @@ import threading
 import time
 
 from lackjail import protocol
+from lackjail.pool import isolation
 from lackjail.pool.jail_process import Child, JailDied, JailProcess
 from lackjail.pool.run import Outcome, Request, Run
 
@@ -140,6 +141,7 @@ class SessionJails:
     the next session then waits for no jail start (~30-100 ms, more under load)."""
 
     def __init__(self, launcher, max_frame: int, memory_mb: int, start_s: float, grace_s: float):
+        self.launcher = launcher  # its owner closes it once every session jail has ended
         self._args = (launcher, 0, max_frame, memory_mb, start_s, grace_s)
         self._lock = threading.Lock()
         self._spare: SessionJail | None = None
@@ -189,3 +191,18 @@ class SessionJails:
             starting.join()
         if spare is not None:
             spare.close()
+
+
+def session_jails(level: str, policy, python_level: bool) -> SessionJails:
+    """Session jails for a pool at isolation LEVEL under POLICY: zygotes that keep one child
+    for every run of a session, at the level the pool's own jails run at, never a weaker one."""
+    args = isolation.zygote_config(
+        policy.limits, "reuse", SESSION_RUNS, spares=1, python_level=python_level, load_all=True
+    )
+    return SessionJails(
+        isolation.launcher(level, args),
+        protocol.max_frame(policy.limits.value_bytes),
+        policy.limits.memory_mb,
+        policy.pool.start_timeout_s,
+        policy.pool.kill_grace_s,
+    )

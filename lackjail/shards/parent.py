@@ -180,7 +180,6 @@ class Shards:
         self._start_s = jail.policy.pool.start_timeout_s
         self._tool_pool = ThreadPoolExecutor(workers + 4, thread_name_prefix="lackjail-shard-tool")
         self._session_jails = None
-        self._session_launcher = None
         shares = [workers // count + (i < workers % count) for i in range(count)]
         started: list[Shard] = []
         try:
@@ -527,31 +526,15 @@ class Shards:
 
     def session_jail(self):
         """A session's own jail, started in this process (see Pool.session_jail)."""
-        from lackjail.pool import isolation
-        from lackjail.pool.pool import _launcher
-        from lackjail.pool.session import SESSION_RUNS, SessionJails
+        from lackjail.pool.session import session_jails
 
         policy = self._jail.policy
         with self._lock:
             if self._closed:
                 raise PoolError("the jail pool is closed")
             if self._session_jails is None:
-                args = isolation.zygote_config(
-                    policy.limits,
-                    "reuse",
-                    SESSION_RUNS,
-                    spares=1,
-                    python_level=self._jail.checker.language == "python",
-                    load_all=True,
-                )
-                self._session_launcher = _launcher(self.isolation, args)
-                self._session_jails = SessionJails(
-                    self._session_launcher,
-                    protocol.max_frame(policy.limits.value_bytes),
-                    policy.limits.memory_mb,
-                    policy.pool.start_timeout_s,
-                    policy.pool.kill_grace_s,
-                )
+                python_level = self._jail.checker.language == "python"
+                self._session_jails = session_jails(self.isolation, policy, python_level)
             jails = self._session_jails
         return jails.take()
 
@@ -576,5 +559,5 @@ class Shards:
             self._lost(shard, "")
         if self._session_jails is not None:
             self._session_jails.close()
-            self._session_launcher.close()
+            self._session_jails.launcher.close()
         self._tool_pool.shutdown(wait=False)
