@@ -200,6 +200,8 @@ def test_runs_waiting_on_slow_tools_do_not_hold_up_the_others(require_nsjail):
     with Jail(workers=2, processes=2, tools=[slow]) as jail:
         programs = [f"slow({i}) + slow(1)" if i % 2 else f"{i}" for i in range(40)]
         results = list(jail.map(programs))
+    failed = [(i, r.status, r.errors) for i, r in enumerate(results) if r.status != "ok"]
+    assert not failed
     assert [r.value for r in results] == [i + 1 if i % 2 else i for i in range(40)]
     assert [len(r.trace) for r in results] == [2 if i % 2 else 0 for i in range(40)]
 
